@@ -1,0 +1,36 @@
+# Every target bootstraps its own virtualenv; nothing relies on what was installed by hand.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+Q ?= How do I run a subprocess with a timeout in Python and capture its output?
+DEMO_CORPUS := data/demo_corpus
+
+.PHONY: run test bench eval serve venv clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,llm,browser]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m research_tool.services.search.demo_corpus $(DEMO_CORPUS)
+	$(BIN)/research-tool run "$(Q)" --corpus $(DEMO_CORPUS) --providers local --no-fetch --tier standard
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+serve: $(STAMP)
+	$(BIN)/research-tool serve
+
+bench: $(STAMP)
+	$(BIN)/python -m research_tool.bench
+
+eval: $(STAMP)
+	$(BIN)/python -m research_tool.eval
+
+clean:
+	rm -rf $(VENV) data/*.db data/demo_corpus data/exports

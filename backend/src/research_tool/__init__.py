@@ -1,0 +1,3 @@
+"""Research Tool: a self-hosted deep-research backend."""
+
+__version__ = "0.1.0"

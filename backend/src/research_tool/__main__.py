@@ -1,0 +1,3 @@
+from research_tool.cli import main
+
+raise SystemExit(main())

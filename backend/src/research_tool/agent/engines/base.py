@@ -1,0 +1,128 @@
+"""The reasoning interface: every engine (offline, llm) implements these six steps.
+
+Nodes call the engine and never care which one it is. Each step returns an `EngineStep` carrying
+the value, the tokens it cost (0 for the offline engine) and any structured errors it recovered from
+(an LLM engine that fell back to the offline engine for one step reports the model's error here).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from research_tool.models.domain import DomainConfiguration, DomainName
+from research_tool.models.entities import Entity, Fact, SourceResult
+from research_tool.models.schemas import ErrorResponse, PlanResponse, ReflectionResponse
+from research_tool.models.tiers import TierName
+
+T = TypeVar("T")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EngineStep(_Strict, Generic[T]):
+    value: T
+    tokens: int = 0
+    errors: list[ErrorResponse] = Field(default_factory=list)
+
+
+class ClarifyResult(_Strict):
+    refined_query: str
+    domain: DomainName
+    questions: list[str] = Field(default_factory=list)  # empty: the query is clear enough
+    tier: TierName | None = None  # suggested tier when the caller gave none
+    tier_reason: str | None = None
+
+
+class ExtractResult(_Strict):
+    facts: list[Fact] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
+
+
+class ReflectionContext(_Strict):
+    query: str
+    domain: DomainName
+    iteration: int  # the cycle that just finished (1-based)
+    max_queries: int
+    facts: list[Fact]
+    entities: list[Entity]
+    sources: list[SourceResult]
+    queries_run: list[str]  # every query already sent; never send one again
+    failed_queries: list[str]  # queries that returned fewer than 3 results
+    trail: dict[str, int] = Field(default_factory=dict)  # entity key -> trail depth already followed
+    max_trail_depth: int = 2
+
+
+class ReflectionOutcome(_Strict):
+    response: ReflectionResponse
+    trail: dict[str, int] = Field(default_factory=dict)  # the updated trail (entities followed by new_queries)
+    slots: dict[str, bool] = Field(default_factory=dict)  # required slot -> filled
+
+
+class NumberedSource(_Strict):
+    n: int = Field(ge=1)
+    source: SourceResult
+
+
+class SynthesisInput(_Strict):
+    query: str
+    sources: list[NumberedSource]  # the citable sources; cite only these numbers
+    facts: list[Fact]  # verified first, then by confidence and relevance
+    max_findings: int = 10
+    degraded_mode: bool = False
+    stop_reason: str | None = None
+
+
+class FindingDraft(_Strict):
+    statement: str
+    citations: list[int]  # source numbers
+
+
+class SynthesisDraft(_Strict):
+    answer: str  # markdown with [n] markers
+    findings: list[FindingDraft] = Field(default_factory=list)
+    gaps: list[str] = Field(default_factory=list)
+
+
+class ReasoningEngine(ABC):
+    """Both engines are deterministic given the same inputs (the LLM one as far as its model is)."""
+
+    name: str  # "offline" | "llm"
+
+    @property
+    def model(self) -> str:
+        """Model identifier for the report metadata ("offline" for the offline engine)."""
+        return self.name
+
+    @abstractmethod
+    async def clarify(self, query: str, domain_hint: DomainName | None) -> EngineStep[ClarifyResult]:
+        """Refine the query, detect the domain, and ask questions only if it is genuinely ambiguous."""
+
+    @abstractmethod
+    async def apply_answers(self, query: str, questions: list[str], answers: list[str]) -> EngineStep[str]:
+        """Fold the user's clarification answers into a refined query."""
+
+    @abstractmethod
+    async def plan(
+        self, query: str, domain: DomainConfiguration, max_queries: int
+    ) -> EngineStep[PlanResponse]:
+        """First cycle's sub-queries, each with an intent."""
+
+    @abstractmethod
+    async def extract(self, query: str, source: SourceResult, iteration: int) -> EngineStep[ExtractResult]:
+        """Facts (each with the exact quoted span and its source URL) and entities from one source."""
+
+    @abstractmethod
+    async def reflect(self, context: ReflectionContext) -> EngineStep[ReflectionOutcome]:
+        """Decide sufficiency, list gaps, and propose the next cycle's queries (never one already run)."""
+
+    @abstractmethod
+    async def synthesize(self, request: SynthesisInput) -> EngineStep[SynthesisDraft]:
+        """An answer paragraph and key findings; every factual sentence carries [n] citations."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release model clients."""

@@ -1,0 +1,130 @@
+"""Typed exceptions. Every failure the tool knows about has a class here.
+
+`retryable` tells callers (and the API's error body) whether the same call may succeed later.
+"""
+
+from __future__ import annotations
+
+
+class ResearchToolError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    retryable: bool = False
+    error_type: str = "research_tool_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- bad input and session lookups (API 4xx, CLI exit 2) -------------------------------------
+
+
+class BadInputError(ResearchToolError):
+    """The caller asked for something invalid (empty query, unknown tier, missing folder...)."""
+
+    error_type = "bad_input"
+
+
+class SessionNotFoundError(ResearchToolError):
+    error_type = "not_found"
+
+
+class SessionStateError(ResearchToolError):
+    """The session exists but is not in a state that allows the request (report before completion...)."""
+
+    error_type = "conflict"
+
+
+# --- providers --------------------------------------------------------------------------------
+
+
+class ProviderError(ResearchToolError):
+    """A search provider or the crawler could not deliver."""
+
+    error_type = "provider_error"
+
+    def __init__(self, provider: str, message: str, *, url: str | None = None) -> None:
+        super().__init__(f"{provider}: {message}")
+        self.provider = provider
+        self.url = url
+
+
+class ProviderUnavailableError(ProviderError):
+    """Not configured (missing key or email) or switched off."""
+
+    error_type = "provider_unavailable"
+
+
+class RateLimitError(ProviderError):
+    error_type = "rate_limited"
+    retryable = True
+
+    def __init__(
+        self, provider: str, message: str, *, retry_after: float | None = None, url: str | None = None
+    ) -> None:
+        super().__init__(provider, message, url=url)
+        self.retry_after = retry_after
+
+
+class ProviderTimeoutError(ProviderError):
+    error_type = "timeout"
+    retryable = True
+
+
+class ProviderServerError(ProviderError):
+    """5xx from the provider."""
+
+    error_type = "server_error"
+    retryable = True
+
+    def __init__(self, provider: str, message: str, *, status: int, url: str | None = None) -> None:
+        super().__init__(provider, message, url=url)
+        self.status = status
+
+
+class AccessDeniedError(ProviderError):
+    """401/402/403, paywall or CAPTCHA: do not retry, record and move on."""
+
+    error_type = "access_denied"
+
+
+class ProviderResponseError(ProviderError):
+    """The provider answered, but with an error body or a payload we cannot parse (4xx other than auth)."""
+
+    error_type = "bad_response"
+
+
+class CircuitOpenError(ProviderError):
+    error_type = "circuit_open"
+    retryable = True
+
+
+class FetchRefusedError(ProviderError):
+    """The crawler refused a URL (private address, bad scheme, too large, not text)."""
+
+    error_type = "fetch_refused"
+
+
+# --- engines ----------------------------------------------------------------------------------
+
+
+class EngineError(ResearchToolError):
+    error_type = "engine_error"
+
+
+class EngineUnavailableError(EngineError):
+    """The configured model server cannot be reached or the model spec is invalid."""
+
+    error_type = "engine_unavailable"
+
+
+class EngineOutputError(EngineError):
+    """The model's answer did not validate against the expected schema."""
+
+    error_type = "engine_output"
+    retryable = True
+
+
+class BudgetExceededError(ResearchToolError):
+    error_type = "budget_exceeded"

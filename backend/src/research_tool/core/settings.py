@@ -1,0 +1,129 @@
+"""Configuration from the environment (RESEARCH_* and the providers' own key names) or a `.env` file."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROVIDER_NAMES: tuple[str, ...] = (
+    "tavily",
+    "exa",
+    "brave",
+    "semantic_scholar",
+    "arxiv",
+    "pubmed",
+    "unpaywall",
+    "wikipedia",
+    "duckduckgo",
+    "local",
+    "crawler",
+)
+
+
+def _alias(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="RESEARCH_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    data_dir: Path = Path("./data")
+    llm: str = "offline"
+    log_format: Literal["json", "console"] = "console"
+    log_level: str = "INFO"
+
+    # Tier overrides (None: the tier's own value) and guards.
+    max_iters: int | None = Field(default=None, ge=1, le=50)
+    max_queries: int | None = Field(default=None, ge=1, le=100)
+    max_sources: int | None = Field(default=None, ge=1, le=200)
+    max_execution_time_s: float | None = Field(default=None, gt=0)
+    token_budget: int = Field(default=200_000, ge=1)
+    provider_call_budget: int = Field(default=300, ge=1)
+    search_concurrency: int = Field(default=8, ge=1, le=64)
+
+    # Server.
+    max_concurrent_sessions: int = Field(default=3, ge=1, le=1000)
+    clarify_timeout_s: float = Field(default=600.0, gt=0)
+    api_token: str | None = None
+    cors_origins: str = ""
+    max_request_bytes: int = 64 * 1024
+    run_timeout_s: float = Field(default=600.0, gt=0)
+
+    # Engines.
+    verify_citations: Literal["existence", "semantic"] = "existence"
+    ollama_base_url: str = Field(
+        default="http://localhost:11434", validation_alias=_alias("OLLAMA_BASE_URL", "RESEARCH_OLLAMA_BASE_URL")
+    )
+    openai_base_url: str | None = Field(default=None, validation_alias=_alias("OPENAI_BASE_URL"))
+    openai_api_key: str | None = Field(default=None, validation_alias=_alias("OPENAI_API_KEY"))
+    anthropic_api_key: str | None = Field(default=None, validation_alias=_alias("ANTHROPIC_API_KEY"))
+
+    # Local documents (paths joined by os.pathsep).
+    corpus_dirs: str = ""
+
+    # Provider keys, under the providers' own names.
+    tavily_api_key: str | None = Field(default=None, validation_alias=_alias("TAVILY_API_KEY"))
+    exa_api_key: str | None = Field(default=None, validation_alias=_alias("EXA_API_KEY"))
+    brave_api_key: str | None = Field(default=None, validation_alias=_alias("BRAVE_API_KEY"))
+    semantic_scholar_api_key: str | None = Field(
+        default=None, validation_alias=_alias("SEMANTIC_SCHOLAR_API_KEY")
+    )
+    ncbi_api_key: str | None = Field(default=None, validation_alias=_alias("NCBI_API_KEY"))
+    unpaywall_email: str | None = Field(default=None, validation_alias=_alias("UNPAYWALL_EMAIL"))
+
+    # Per-provider base URL and rate: RESEARCH_<NAME>_BASE_URL, RESEARCH_<NAME>_RPS.
+    tavily_base_url: str | None = None
+    tavily_rps: float | None = Field(default=None, gt=0)
+    exa_base_url: str | None = None
+    exa_rps: float | None = Field(default=None, gt=0)
+    brave_base_url: str | None = None
+    brave_rps: float | None = Field(default=None, gt=0)
+    semantic_scholar_base_url: str | None = None
+    semantic_scholar_rps: float | None = Field(default=None, gt=0)
+    arxiv_base_url: str | None = None
+    arxiv_rps: float | None = Field(default=None, gt=0)
+    pubmed_base_url: str | None = None
+    pubmed_rps: float | None = Field(default=None, gt=0)
+    unpaywall_base_url: str | None = None
+    unpaywall_rps: float | None = Field(default=None, gt=0)
+    wikipedia_base_url: str | None = None
+    wikipedia_rps: float | None = Field(default=None, gt=0)
+    duckduckgo_base_url: str | None = None
+    duckduckgo_rps: float | None = Field(default=None, gt=0)
+    local_base_url: str | None = None
+    local_rps: float | None = Field(default=None, gt=0)
+    crawler_base_url: str | None = None
+    crawler_rps: float | None = Field(default=None, gt=0)
+
+    def provider_base_url(self, name: str, default: str) -> str:
+        value = getattr(self, f"{name}_base_url", None)
+        return (value or default).rstrip("/")
+
+    def provider_rps(self, name: str, default: float) -> float:
+        value = getattr(self, f"{name}_rps", None)
+        return float(value) if value else default
+
+    def corpus_paths(self) -> list[Path]:
+        return [Path(p) for p in self.corpus_dirs.split(os.pathsep) if p.strip()]
+
+    def db_path(self, name: str) -> Path:
+        """Path of one of the SQLite files under the data dir (created on demand)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return self.data_dir / name
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reset_settings_cache() -> None:
+    """Tests and the CLI change the environment; this makes the next get_settings() re-read it."""
+    get_settings.cache_clear()

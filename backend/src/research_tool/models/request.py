@@ -1,0 +1,59 @@
+"""What a caller may ask for when starting research: shared by the CLI, the API and /run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from research_tool.core.settings import PROVIDER_NAMES
+from research_tool.models.domain import DomainName
+from research_tool.models.tiers import TierName
+
+MAX_QUERY_CHARS = 2000
+PrivacyMode = Literal["local_only", "hybrid", "cloud_allowed"]
+ReportFormat = Literal["md", "json", "html", "bib"]
+SEARCH_PROVIDERS: tuple[str, ...] = tuple(p for p in PROVIDER_NAMES if p != "crawler")
+
+
+class ResearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    tier: TierName | None = None  # None: the engine picks (offline: standard)
+    domain: DomainName | None = None  # None: detected by clarify
+    privacy_mode: PrivacyMode = "cloud_allowed"
+    providers: list[str] | None = None  # None: from the domain configuration
+    clarify: bool = False
+    max_execution_time_s: float | None = Field(default=None, gt=0, le=24 * 3600)
+    formats: list[ReportFormat] = Field(default_factory=lambda: ["md", "json"])
+    fetch: bool = True  # fetch full text of the best web results with the crawler
+    corpus_dirs: list[str] = Field(default_factory=list)
+    max_iterations: int | None = Field(default=None, ge=1, le=50)
+
+    @field_validator("query")
+    @classmethod
+    def _query_has_text(cls, value: str) -> str:
+        stripped = value.strip()
+        if not stripped:
+            raise ValueError("the question is empty")
+        return stripped
+
+    @field_validator("providers")
+    @classmethod
+    def _known_providers(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        unknown = [p for p in value if p not in SEARCH_PROVIDERS]
+        if unknown:
+            raise ValueError(f"unknown provider(s): {', '.join(unknown)}; known: {', '.join(SEARCH_PROVIDERS)}")
+        if not value:
+            raise ValueError("providers, when given, must name at least one provider")
+        return list(dict.fromkeys(value))
+
+    @field_validator("formats")
+    @classmethod
+    def _formats_not_empty(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("formats, when given, must name at least one format")
+        return list(dict.fromkeys(value))
