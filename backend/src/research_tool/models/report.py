@@ -1,0 +1,68 @@
+"""The report (DESIGN §7): what `export` writes and `GET /report?format=json` returns.
+
+Seed-compatible: `answer`, `citations[{id,title,type,location}]` and `metadata{timestamp,model,token_count}`
+keep their names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from research_tool.models.entities import Citation
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Finding(Strict):
+    statement: str  # carries its [n] markers
+    citations: list[str]  # ["[1]", "[3]"]
+    confidence: float = Field(ge=0.0, le=1.0)
+    verified: bool
+    contradictions: list[str] = Field(default_factory=list)  # statements that conflict with this one
+
+
+class ReportEntity(Strict):
+    name: str
+    type: str
+    mentions: int
+    sources: int
+
+
+class ReportMetadata(Strict):
+    timestamp: str
+    engine: str
+    model: str
+    token_count: int
+    iterations: int
+    duration_s: float
+    provider_calls: int
+    access_failures: int
+    degraded_mode: bool
+    citations_removed: int = 0  # [n] markers dropped: unresolvable or unsupported by the cited text
+    sources_retrieved: int = 0
+    facts_extracted: int = 0
+    facts_verified: int = 0
+    quality: dict[str, Any] = Field(default_factory=dict)  # last cycle's evaluation scores
+    budget: dict[str, Any] = Field(default_factory=dict)  # ledger: time, provider calls, tokens (used / limit)
+
+
+class Report(Strict):
+    session_id: str
+    query: str
+    refined_query: str
+    domain: str
+    tier: str
+    privacy_mode: str
+    status: str
+    stop_reason: str | None
+    answer: str
+    findings: list[Finding]
+    citations: list[Citation]
+    entities: list[ReportEntity]
+    gaps: list[str]
+    saturation: list[dict[str, Any]]
+    metadata: ReportMetadata
