@@ -1,0 +1,98 @@
+"""synthesize: answer and key findings from verified facts first; every [n] checked against the
+retrieved source text; unresolvable or unsupported citations removed and counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from research_tool.agent.context import ResearchContext
+from research_tool.agent.decisions.citations import check_citations
+from research_tool.agent.engines.base import NumberedSource, SynthesisInput
+from research_tool.agent.limits import resolve_limits
+from research_tool.agent.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
+from research_tool.agent.nodes.process import to_source
+from research_tool.agent.report_assembly import assemble_report, build_citations, renumber
+from research_tool.models.entities import Fact
+from research_tool.models.state import ResearchState
+
+
+def fact_rank(fact: Fact) -> tuple[float, ...]:
+    return (1.0 if fact.verified else 0.0, fact.relevance, fact.confidence, len(fact.evidence))
+
+
+def select_sources(facts: list[Fact], limit: int) -> list[str]:
+    """The sources worth citing: those whose facts are the most relevant (verified facts count double)."""
+    score: dict[str, float] = {}
+    for fact in facts:
+        weight = (2.0 if fact.verified else 1.0) * (0.1 + fact.relevance) * (0.5 + fact.confidence)
+        for url in fact.source_urls:
+            score[url] = score.get(url, 0.0) + weight
+    return sorted(score, key=lambda u: (-score[u], u))[:limit]
+
+
+@phase("synthesize")
+async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    limits = resolve_limits(state["tier"], state["request"], ctx.settings)
+    all_sources = state.get("sources") or {}
+    facts = {fid: Fact.model_validate(f) for fid, f in (state.get("facts") or {}).items()}
+    chosen = select_sources(list(facts.values()), limits.max_sources)
+    numbered = [NumberedSource(n=i, source=to_source(all_sources[url])) for i, url in enumerate(chosen, start=1)]
+    usable = sorted(
+        (f for f in facts.values() if set(f.source_urls) & set(chosen)), key=fact_rank, reverse=True
+    )
+    step = await ctx.engine.synthesize(
+        SynthesisInput(
+            query=state["refined_query"],
+            sources=numbered,
+            facts=usable,
+            degraded_mode=bool(state.get("degraded_mode")),
+            stop_reason=state.get("stop_reason"),
+        )
+    )
+    checked = check_citations(step.value, numbered)
+    draft, order = renumber(checked.draft)
+    citations = build_citations(order, numbered, all_sources)
+    removed = checked.removed_unresolvable + checked.removed_unsupported
+    tokens = {**(state.get("tokens") or {}), "synthesize:0": step.tokens}
+    calls = state.get("provider_calls") or {}
+    metadata = {
+        "engine": ctx.engine.name,
+        "model": ctx.engine.model,
+        "token_count": int(sum(tokens.values())),
+        "iterations": int(state.get("iteration", 0)),
+        "duration_s": round(elapsed_total(state), 3),
+        "provider_calls": len(calls),
+        "access_failures": len(state.get("access_failures") or {}),
+        "degraded_mode": bool(state.get("degraded_mode")),
+        "citations_removed": removed,
+        "sources_retrieved": len(all_sources),
+        "facts_extracted": len(facts),
+        "facts_verified": sum(1 for f in facts.values() if f.verified),
+        "quality": (state.get("quality_history") or {}).get(str(state.get("iteration", 0)), {}),
+        "budget": {
+            "time_s": {"used": round(elapsed_total(state), 3), "limit": limits.max_execution_time_s},
+            "provider_calls": {"used": len(calls), "limit": limits.provider_call_budget},
+            "tokens": {"used": tokens_total({"tokens": tokens}), "limit": limits.token_budget},
+        },
+    }
+    report = assemble_report(state, draft, citations, facts, metadata)
+    if removed:
+        await ctx.events.emit(
+            "citations_checked", "synthesize",
+            f"Removed {removed} citation(s) that did not resolve or were not supported by the cited text.",
+            {"removed_unresolvable": checked.removed_unresolvable, "removed_unsupported": checked.removed_unsupported},
+        )
+    if ctx.memory is not None:
+        per_provider: dict[str, int] = {}
+        for citation in report.citations:
+            per_provider[citation.provider] = per_provider.get(citation.provider, 0) + 1
+        for provider, count in per_provider.items():
+            await ctx.memory.record_citations(report.domain, provider, count)
+    return {
+        "final_report": report.model_dump(mode="json"),
+        "tokens": {"synthesize:0": step.tokens},
+        "error_log": record_errors("synthesize:0", step.errors),
+    }
