@@ -1,0 +1,113 @@
+"""Append-only, per-session event log in SQLite, pushed live to in-process subscribers.
+
+`seq` starts at 1 for each session and grows by one with no gap; it continues from the stored
+maximum after a restart, so a number is never reused. Readers replay by seq and then follow live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiosqlite
+
+from research_tool.core.logging import get_logger
+from research_tool.models.entities import utc_now_iso
+from research_tool.models.events import Event
+
+log = get_logger(__name__)
+
+
+class EventLog:
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._lock = asyncio.Lock()
+        self._next_seq: dict[str, int] = {}
+        self._subscribers: dict[str, set[asyncio.Queue[Event]]] = defaultdict(set)
+
+    async def append(
+        self, session_id: str, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None
+    ) -> Event:
+        async with self._lock:
+            seq = self._next_seq.get(session_id)
+            if seq is None:
+                async with self._conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+                ) as cur:
+                    row = await cur.fetchone()
+                seq = int(row[0]) + 1 if row else 1
+            event = Event(
+                seq=seq, session_id=session_id, ts=utc_now_iso(), type=type, phase=phase, message=message,
+                data=data or {},
+            )
+            await self._conn.execute(
+                "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, seq, event.ts, type, phase, message, json.dumps(event.data, default=str)),
+            )
+            await self._conn.commit()
+            self._next_seq[session_id] = seq + 1
+        for queue in list(self._subscribers.get(session_id, ())):
+            queue.put_nowait(event)
+        return event
+
+    async def replay(self, session_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        sql = "SELECT seq, ts, type, phase, message, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
+        params: tuple[Any, ...] = (session_id, after)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params += (limit,)
+        async with self._conn.execute(sql, params) as cur:
+            rows = await cur.fetchall()
+        return [
+            Event(seq=r[0], session_id=session_id, ts=r[1], type=r[2], phase=r[3], message=r[4], data=json.loads(r[5]))
+            for r in rows
+        ]
+
+    async def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Event]:
+        """Every event with seq > after, exactly once: the stored ones, then live ones, until a final event."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._subscribers[session_id].add(queue)
+        try:
+            last = after
+            for event in await self.replay(session_id, after):
+                last = event.seq
+                yield event
+                if event.is_final:
+                    return
+            while True:
+                event = await queue.get()
+                if event.seq <= last:
+                    continue
+                last = event.seq
+                yield event
+                if event.is_final:
+                    return
+        finally:
+            self._subscribers[session_id].discard(queue)
+            if not self._subscribers[session_id]:
+                self._subscribers.pop(session_id, None)
+
+    async def delete(self, session_id: str) -> None:
+        async with self._lock:
+            await self._conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            await self._conn.commit()
+            self._next_seq.pop(session_id, None)
+
+    def sink(self, session_id: str) -> SessionEvents:
+        return SessionEvents(self, session_id)
+
+
+class SessionEvents:
+    """The EventSink the graph nodes write to, bound to one session."""
+
+    def __init__(self, log_: EventLog, session_id: str) -> None:
+        self._log = log_
+        self._session_id = session_id
+
+    async def emit(
+        self, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None
+    ) -> None:
+        await self._log.append(self._session_id, type, phase, message, data)

@@ -1,0 +1,117 @@
+"""Session rows in SQLite: what was asked, where it is, and why it stopped (DESIGN §5)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Literal
+
+import aiosqlite
+from pydantic import BaseModel, ConfigDict, Field
+
+from research_tool.core.errors import SessionNotFoundError
+from research_tool.models.entities import utc_now_iso
+from research_tool.models.request import ResearchRequest
+
+SessionStatus = Literal["queued", "running", "awaiting_clarification", "stopping", "completed", "failed"]
+ACTIVE_STATUSES: tuple[str, ...] = ("queued", "running", "awaiting_clarification", "stopping")
+FINISHED_STATUSES: tuple[str, ...] = ("completed", "failed")
+
+
+class SessionRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    query: str
+    request: ResearchRequest
+    status: SessionStatus
+    stop_reason: str | None = None
+    stop_requested: bool = False
+    progress: dict[str, Any] = Field(default_factory=dict)
+    pending_questions: list[str] = Field(default_factory=list)
+    clarify_answers: list[str] | None = None
+    awaiting_since: str | None = None
+    error: str | None = None
+    created_at: str
+    updated_at: str
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+
+def _record(row: aiosqlite.Row) -> SessionRecord:
+    return SessionRecord(
+        id=row["id"],
+        query=row["query"],
+        request=ResearchRequest.model_validate_json(row["request"]),
+        status=row["status"],
+        stop_reason=row["stop_reason"],
+        stop_requested=bool(row["stop_requested"]),
+        progress=json.loads(row["progress"]),
+        pending_questions=json.loads(row["pending_questions"]),
+        clarify_answers=json.loads(row["clarify_answers"]) if row["clarify_answers"] else None,
+        awaiting_since=row["awaiting_since"],
+        error=row["error"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+class SessionStore:
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
+        now = utc_now_iso()
+        sid = session_id or uuid.uuid4().hex
+        await self._conn.execute(
+            "INSERT INTO sessions (id, query, request, status, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?)",
+            (sid, request.query, request.model_dump_json(), now, now),
+        )
+        await self._conn.commit()
+        return await self.get(sid)
+
+    async def get(self, session_id: str) -> SessionRecord:
+        async with self._conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"unknown session id: {session_id}")
+        return _record(row)
+
+    async def exists(self, session_id: str) -> bool:
+        async with self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) as cur:
+            return await cur.fetchone() is not None
+
+    async def list(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
+        async with self._conn.execute(
+            "SELECT * FROM sessions ORDER BY created_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
+        ) as cur:
+            rows = await cur.fetchall()
+        async with self._conn.execute("SELECT COUNT(*) FROM sessions") as cur:
+            total_row = await cur.fetchone()
+        return [_record(r) for r in rows], int(total_row[0]) if total_row else 0
+
+    async def active(self) -> list[SessionRecord]:
+        marks = ",".join("?" for _ in ACTIVE_STATUSES)
+        async with self._conn.execute(
+            f"SELECT * FROM sessions WHERE status IN ({marks}) ORDER BY created_at, id", ACTIVE_STATUSES
+        ) as cur:
+            rows = await cur.fetchall()
+        return [_record(r) for r in rows]
+
+    async def update(self, session_id: str, **fields: Any) -> None:
+        encoded = {
+            k: json.dumps(v) if k in {"progress", "pending_questions", "clarify_answers"} and v is not None else v
+            for k, v in fields.items()
+        }
+        encoded["updated_at"] = utc_now_iso()
+        assignments = ", ".join(f"{k} = ?" for k in encoded)
+        await self._conn.execute(
+            f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id)
+        )
+        await self._conn.commit()
+
+    async def delete(self, session_id: str) -> None:
+        await self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        await self._conn.commit()
