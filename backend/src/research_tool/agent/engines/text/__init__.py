@@ -1,0 +1,2 @@
+"""Plain-text analysis for the offline engine: one module per concept (sentences, keyphrases, entities,
+facts, slots, domains), no model and no network."""

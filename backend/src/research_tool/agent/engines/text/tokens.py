@@ -1,0 +1,127 @@
+"""Word tokens, stopwords and a light stemmer: the normalization every text module shares.
+
+Matching is done on stems so that "portrayed" meets "portrays" and "positions" meets "position".
+The stemmer is deliberately light (suffix stripping in the spirit of Porter's step 1 plus a few
+derivational endings): it must be consistent, not linguistically perfect.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+WORD_RE = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?", re.UNICODE)
+
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+    during each either else ever every few for from further had hadn't has hasn't have haven't having he he'd
+    he'll he's her here here's hers herself him himself his how how's however i i'd i'll i'm i've if in into
+    is isn't it it's its itself just let's may me might more most must mustn't my myself neither no nor not
+    now of off on once one only or other ought our ours ourselves out over own per same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
+    there's these they they'd they'll they're they've this those through thus to too under until up upon us
+    very via was wasn't we we'd we'll we're we've were weren't what what's when when's where where's whether
+    which while who who's whom whose why why's will with within without won't would wouldn't yet you you'd
+    you'll you're you've your yours yourself yourselves also etc e.g i.e vs
+    """.split()
+)
+
+# Words that shape a question but carry no topic: removed when a question becomes a search query.
+QUESTION_WORDS: frozenset[str] = frozenset(
+    """
+    what which who whom whose when where why how many much is are was were does do did can could should
+    would will tell explain describe give list name find show know please the a an kind type sort
+    """.split()
+)
+
+NEGATIONS: frozenset[str] = frozenset({"not", "no", "never", "none", "nor", "neither", "cannot", "without"})
+
+
+def words(text: str) -> list[str]:
+    """Word tokens in order, original case; keeps inner dots and hyphens (`os.path`, `3.11`, `well-known`)."""
+    return [m.group(0).rstrip(".") for m in WORD_RE.finditer(text)]
+
+
+def is_stopword(word: str) -> bool:
+    return word.casefold().replace("’", "'") in STOPWORDS
+
+
+def has_negation(text: str) -> bool:
+    lowered = text.casefold().replace("’", "'")
+    return any(w in NEGATIONS or w.endswith("n't") for w in words(lowered))
+
+
+_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("ational", "ate"),
+    ("tional", "tion"),
+    ("iveness", "ive"),
+    ("fulness", "ful"),
+    ("ousness", "ous"),
+    ("ization", "ize"),
+    ("isation", "ize"),
+    ("ation", "ate"),
+    ("ities", "ity"),
+    ("ments", "ment"),
+    ("nesses", "ness"),
+    ("ically", "ic"),
+    ("ingly", ""),
+    ("edly", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ing", ""),
+    ("ed", ""),
+    ("ly", ""),
+    ("es", ""),
+    ("s", ""),
+)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Light stem of one word (case-folded). Numbers and dotted identifiers are kept whole."""
+    w = word.casefold().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    if not w.isalpha() or len(w) <= 3:
+        return w
+    return _drop_final_e(_strip_suffix(w))
+
+
+def _strip_suffix(w: str) -> str:
+    for suffix, replacement in _SUFFIXES:
+        if not w.endswith(suffix):
+            continue
+        root = w[: -len(suffix)]
+        if suffix == "s" and (w.endswith("ss") or w.endswith("us") or w.endswith("is")):
+            return w
+        if suffix == "es" and not re.search(r"(ss|sh|ch|x|z)es$", w):
+            root, replacement = w[:-1], ""  # "types" -> "type": strip only the s
+        if suffix in ("ing", "ed") and len(root) == 2 and re.search(r"[aeiouy]", root):
+            return root + "e"  # "used", "using" -> "use"
+        if len(root) < 3 or not re.search(r"[aeiouy]", root):
+            continue
+        base = root + replacement
+        if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+            base = base[:-1]  # "running" -> "run", "stopped" -> "stop"
+        return base
+    return w
+
+
+def _drop_final_e(w: str) -> str:
+    return w[:-1] if len(w) > 4 and w.endswith("e") and not w.endswith("ee") else w
+
+
+def content_words(text: str) -> list[str]:
+    """Words that carry meaning: not stopwords, not lone punctuation, at least 2 characters (or a digit)."""
+    return [w for w in words(text) if not is_stopword(w) and (len(w) > 1 or w.isdigit())]
+
+
+def content_stems(text: str) -> list[str]:
+    """Stems of the content words, in order (with repeats)."""
+    return [stem(w) for w in content_words(text)]
+
+
+def stem_set(text: str) -> frozenset[str]:
+    return frozenset(content_stems(text))
