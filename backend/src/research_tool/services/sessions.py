@@ -71,6 +71,7 @@ class _Live:
 
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     answers: asyncio.Event = field(default_factory=asyncio.Event)
+    declined: bool = False  # the asker will not answer (a CLI without a terminal): go on at once
     task: asyncio.Task[None] | None = None
 
 
@@ -150,6 +151,12 @@ class SessionRunner:
         await self.events.append(session_id, "clarification_received", "clarify", "Answers received; research goes on.")
         self._live.setdefault(session_id, _Live()).answers.set()
         return await self.store.get(session_id)
+
+    async def decline_clarification(self, session_id: str) -> None:
+        """Go on with the original question without waiting for the timeout."""
+        live = self._live.setdefault(session_id, _Live())
+        live.declined = True
+        live.answers.set()
 
     async def delete(self, session_id: str) -> None:
         await self.store.get(session_id)
@@ -250,7 +257,7 @@ class SessionRunner:
         remaining = max(0.0, self._clarify_timeout_s - waited)
         started = time.monotonic()
         record = await self.store.get(session_id)
-        while record.clarify_answers is None and not live.stop.is_set():
+        while record.clarify_answers is None and not live.stop.is_set() and not live.declined:
             left = remaining - (time.monotonic() - started)
             if left <= 0:
                 break
