@@ -58,6 +58,8 @@ class Settings(BaseSettings):
 
     # Engines.
     verify_citations: Literal["existence", "semantic"] = "existence"
+    llm_timeout_s: float = Field(default=300.0, gt=0)  # one model call (connect: 5 s)
+    llm_context_tokens: int = Field(default=16_384, ge=2048)  # Ollama num_ctx (its default truncates prompts)
     ollama_base_url: str = Field(
         default="http://localhost:11434", validation_alias=_alias("OLLAMA_BASE_URL", "RESEARCH_OLLAMA_BASE_URL")
     )
