@@ -70,6 +70,7 @@ class Fact(StrictModel):
     contradictions: list[str] = Field(default_factory=list)  # ids of facts that conflict with this one
     iteration: int = 0
     relevance: float = Field(default=0.0, ge=0.0)
+    duplicate: bool = False  # merged into another fact by cross-verification; kept only so re-runs stay idempotent
 
     @staticmethod
     def make_id(statement: str) -> str:

@@ -86,6 +86,11 @@ def merge_facts(left: dict[str, JSONDict] | None, right: dict[str, JSONDict] | N
     return merged
 
 
+def current_facts(facts: dict[str, JSONDict] | None) -> dict[str, JSONDict]:
+    """Facts that were not merged into another one by cross-verification."""
+    return {fid: f for fid, f in (facts or {}).items() if not f.get("duplicate")}
+
+
 class ResearchState(TypedDict, total=False):
     # Set once at start.
     session_id: str

@@ -23,7 +23,7 @@ from research_tool.core.errors import ResearchToolError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
-from research_tool.models.state import ResearchState
+from research_tool.models.state import ResearchState, current_facts
 from research_tool.services.event_log import EventLog
 from research_tool.services.session_store import SessionRecord, SessionStore
 
@@ -58,7 +58,7 @@ def progress_of(values: dict[str, Any]) -> dict[str, Any]:
         "sources_queried": len(values.get("provider_calls") or {}),
         "sources_found": len(values.get("sources") or {}),
         "entities_found": len(values.get("entities") or {}),
-        "facts_extracted": len(values.get("facts") or {}),
+        "facts_extracted": len(current_facts(values.get("facts"))),
         "saturation_metrics": latest,
         "domain": values.get("domain"),
         "tier": values.get("tier"),

@@ -22,7 +22,9 @@ async def analyze_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
     facts = [Fact.model_validate(f) for f in (state.get("facts") or {}).values()]
     sources = {url: to_source(s) for url, s in (state.get("sources") or {}).items()}
     threshold = DOMAINS[state["domain"]].verification_threshold
-    checked = cross_verify(facts, sources, threshold)
+    checked = cross_verify([f for f in facts if not f.duplicate], sources, threshold)
+    kept = {f.id for f in checked}
+    merged_away = [f.model_copy(update={"duplicate": True}) for f in facts if f.id not in kept]
     verified = sum(1 for f in checked if f.verified)
     contradictions = sum(1 for f in checked if f.contradictions)
     await ctx.events.emit(
@@ -32,4 +34,4 @@ async def analyze_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
         f"{contradictions} involved in contradictions.",
         {"verified": verified, "facts": len(checked), "contradictions": contradictions},
     )
-    return {"facts": {f.id: f.model_dump(mode="json") for f in checked}}
+    return {"facts": {f.id: f.model_dump(mode="json") for f in [*checked, *merged_away]}}

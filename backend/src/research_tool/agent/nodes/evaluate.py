@@ -21,7 +21,7 @@ from research_tool.agent.nodes.instrumentation import elapsed_total, phase, reco
 from research_tool.agent.nodes.plan import fresh_queries
 from research_tool.agent.nodes.process import to_source
 from research_tool.models.entities import Entity, Fact
-from research_tool.models.state import ResearchState
+from research_tool.models.state import ResearchState, current_facts
 
 MAX_TRAIL_DEPTH = 2
 FEW_RESULTS = 3
@@ -29,7 +29,7 @@ FEW_RESULTS = 3
 
 def _cycle_metrics(state: ResearchState, iteration: int, queries_remaining: int) -> SaturationMetrics:
     entities = state.get("entities") or {}
-    facts = state.get("facts") or {}
+    facts = current_facts(state.get("facts"))
     calls = [c for c in (state.get("provider_calls") or {}).values() if c["iteration"] == iteration]
     sources = (state.get("sources") or {}).values()
     new_this_cycle = sum(1 for s in sources if s.get("first_iteration") == iteration)
@@ -74,7 +74,7 @@ async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext])
     ctx = runtime.context
     iteration = int(state["iteration"])
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
-    facts = [Fact.model_validate(f) for f in (state.get("facts") or {}).values()]
+    facts = [Fact.model_validate(f) for f in current_facts(state.get("facts")).values()]
     reflection = await ctx.engine.reflect(
         ReflectionContext(
             query=state["refined_query"],
@@ -98,7 +98,7 @@ async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext])
     quality = score_quality(
         iteration=iteration,
         sources=state.get("sources") or {},
-        facts=state.get("facts") or {},
+        facts=current_facts(state.get("facts")),
         slots=outcome.slots,
         gaps=outcome.response.gaps,
     )

@@ -15,7 +15,7 @@ from research_tool.agent.nodes.instrumentation import elapsed_total, phase, reco
 from research_tool.agent.nodes.process import to_source
 from research_tool.agent.report_assembly import assemble_report, build_citations, renumber
 from research_tool.models.entities import Fact
-from research_tool.models.state import ResearchState
+from research_tool.models.state import ResearchState, current_facts
 
 
 def fact_rank(fact: Fact) -> tuple[float, ...]:
@@ -37,7 +37,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
     ctx = runtime.context
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
     all_sources = state.get("sources") or {}
-    facts = {fid: Fact.model_validate(f) for fid, f in (state.get("facts") or {}).items()}
+    facts = {fid: Fact.model_validate(f) for fid, f in current_facts(state.get("facts")).items()}
     chosen = select_sources(list(facts.values()), limits.max_sources)
     numbered = [NumberedSource(n=i, source=to_source(all_sources[url])) for i, url in enumerate(chosen, start=1)]
     usable = sorted(
