@@ -1,21 +1,49 @@
 """Every provider call goes through the gateway: rate limit, retries, circuit breaker, deadline.
 
-The gateway is process-wide (one per CLI run or server), so all sessions share each provider's
-rate limiter and breaker. A call never raises for a provider failure: it returns a SearchOutcome
-whose `failure` says what went wrong, so a failing provider degrades a session but never crashes it.
+The gateway's breakers and the providers' rate limiters are process-wide (CIRCUIT_BREAKERS,
+RATE_LIMITERS), so all sessions share each provider's limiter and breaker. A call never raises for a
+provider failure: it returns a SearchOutcome whose `failure` says what went wrong, so a failing
+provider degrades a session but never crashes it. Cancellation (a user's stop) still propagates.
+
+Per call (DESIGN §4 decision tree):
+- provider not configured -> failure `provider_unavailable`, no request;
+- breaker open -> failure `circuit_open`, no request;
+- 429 / rate-limit body -> the provider's limiter is paused for everyone (Retry-After, X-RateLimit-Reset),
+  then retried; timeouts and 5xx -> retried with capped, jittered backoff; no wait passes `deadline`;
+- 5xx, timeouts and connection failures count towards the breaker (open after 5 consecutive, half-open
+  after the reset timeout); 401/402/403 and bad requests are recorded and not retried.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from research_tool.core.errors import ProviderError
+from research_tool.core.errors import (
+    CircuitOpenError,
+    ProviderError,
+    ProviderResponseError,
+    ProviderServerError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    RateLimitError,
+)
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import AccessFailure, SourceResult
 from research_tool.services.search.provider import SearchProvider
+from research_tool.utils.circuit_breaker import CIRCUIT_BREAKERS, CircuitBreaker, CircuitBreakerRegistry
+from research_tool.utils.retry import RetryPolicy, deadline_retrying
+
+if TYPE_CHECKING:
+    from research_tool.services.memory import MemoryStore
 
 log = get_logger(__name__)
+
+# Failures that say the provider itself is unwell (they trip the breaker).
+NOT_REMEMBERED = frozenset({ProviderUnavailableError.error_type, CircuitOpenError.error_type})
+BREAKER_FAILURES: tuple[type[ProviderError], ...] = (ProviderServerError, ProviderTimeoutError)
 
 
 @dataclass
@@ -32,8 +60,40 @@ class SearchOutcome:
         return self.failure is None
 
 
+def access_failure(
+    exc: ProviderError, *, provider: str, query: str | None = None, url: str | None = None, iteration: int = 0
+) -> AccessFailure:
+    """The AccessFailure record (state and memory store) for a typed provider error."""
+    return AccessFailure(
+        provider=provider,
+        url=url or exc.url,
+        query=query,
+        error_type=exc.error_type,
+        message=exc.message,
+        iteration=iteration,
+    )
+
+
 class SearchGateway:
-    """Minimal gateway: one attempt, failures recorded. (Rate limits, retries and breakers: issue 4.)"""
+    """Process-wide entry point for provider searches.
+
+    `breakers` defaults to the process-wide registry; tests pass their own (with a short reset timeout).
+    With `memory`, a call that names its `domain` records results and failures in the memory store.
+    """
+
+    def __init__(
+        self,
+        *,
+        breakers: CircuitBreakerRegistry | None = None,
+        retry_policy: RetryPolicy | None = None,
+        memory: MemoryStore | None = None,
+    ) -> None:
+        self.breakers = breakers if breakers is not None else CIRCUIT_BREAKERS
+        self.retry_policy = retry_policy or RetryPolicy()
+        self.memory = memory
+
+    def breaker(self, provider_name: str) -> CircuitBreaker:
+        return self.breakers.get(provider_name)
 
     async def search(
         self,
@@ -43,20 +103,85 @@ class SearchGateway:
         *,
         deadline: float,
         iteration: int = 0,
+        filters: dict[str, Any] | None = None,
+        domain: str | None = None,
     ) -> SearchOutcome:
         """`deadline` is a time.monotonic() value the call (waits included) must not pass."""
         started = time.monotonic()
+        attempts = 0
         try:
-            results = await provider.search(query, max_results)
+            reason = provider.unavailable_reason()
+            if reason:
+                raise ProviderUnavailableError(provider.name, reason)
+            if started >= deadline:
+                raise ProviderTimeoutError(provider.name, "session deadline already passed")
+            breaker = self.breaker(provider.name)
+            async for attempt in deadline_retrying(deadline, self.retry_policy):
+                with attempt:
+                    attempts += 1
+                    results = await self._attempt(provider, breaker, query, max_results, filters, deadline)
         except ProviderError as exc:
-            failure = AccessFailure(
+            failure = access_failure(exc, provider=provider.name, query=query, iteration=iteration)
+            log.warning(
+                "provider_failed",
                 provider=provider.name,
-                url=exc.url,
-                query=query,
                 error_type=exc.error_type,
                 message=exc.message,
-                iteration=iteration,
+                attempts=attempts,
             )
-            log.warning("provider_failed", provider=provider.name, error_type=exc.error_type)
-            return SearchOutcome(provider.name, query, failure=failure, latency_s=time.monotonic() - started)
-        return SearchOutcome(provider.name, query, results=results, latency_s=time.monotonic() - started)
+            outcome = SearchOutcome(
+                provider.name, query, failure=failure, latency_s=time.monotonic() - started, attempts=attempts
+            )
+        else:
+            outcome = SearchOutcome(
+                provider.name, query, results=results, latency_s=time.monotonic() - started, attempts=attempts
+            )
+        await self._remember(outcome, domain)
+        return outcome
+
+    async def _attempt(
+        self,
+        provider: SearchProvider,
+        breaker: CircuitBreaker,
+        query: str,
+        max_results: int,
+        filters: dict[str, Any] | None,
+        deadline: float,
+    ) -> list[SourceResult]:
+        if not breaker.allow():
+            raise CircuitOpenError(
+                provider.name, f"circuit open after repeated failures; retry in {breaker.retry_in():.0f} s"
+            )
+        remaining = deadline - time.monotonic()
+        try:
+            async with asyncio.timeout(max(remaining, 0.0)):
+                results = await provider.search(query, max_results, filters)
+        except TimeoutError:
+            # Cut off by the session's deadline (maybe while waiting for the rate limiter): not the provider's fault.
+            breaker.release_probe()
+            raise ProviderTimeoutError(provider.name, "session deadline reached") from None
+        except BREAKER_FAILURES:
+            breaker.record_failure()
+            raise
+        except RateLimitError:
+            breaker.release_probe()
+            raise
+        except ProviderError:
+            breaker.record_success()  # it answered: the provider is up, the request was refused
+            raise
+        except Exception as exc:  # noqa: BLE001 - a payload we failed to parse must not crash the session
+            breaker.release_probe()
+            log.exception("provider_parse_failed", provider=provider.name)
+            raise ProviderResponseError(provider.name, f"could not read response: {type(exc).__name__}: {exc}") from exc
+        breaker.record_success()
+        return results
+
+    async def _remember(self, outcome: SearchOutcome, domain: str | None) -> None:
+        if self.memory is None or domain is None:
+            return
+        if outcome.failure is not None:
+            # no request was made for these: they say nothing new about the provider
+            if outcome.failure.error_type not in NOT_REMEMBERED:
+                await self.memory.record_failure(domain, outcome.failure)
+        else:
+            await self.memory.record_results(domain, outcome.provider, len(outcome.results))

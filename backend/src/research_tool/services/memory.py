@@ -1,0 +1,199 @@
+"""Cross-session memory (SQLite): what each provider returned, what got cited, what failed, per domain.
+
+The plan node ranks providers with `rank_providers` (the seed's anti-pattern #5: ignoring source
+quality); `research-tool providers --domain X` shows the same ranking via `provider_stats`.
+
+Score (0..1, higher is better) = 0.6 * reliability + 0.4 * citation yield, where
+- reliability = (calls + 1) / (calls + failures + 2)   (Laplace prior: 0.5 with no history),
+- citation yield = r / (r + d), r = (citations + 1) / (results + 2) for the provider and d the same
+  ratio over all providers of the domain (0.5 when the provider is as useful as the average).
+A provider with no history scores 0.5 (neutral: new providers still get tried); a reliable one whose
+results get cited ranks above it, a failing one below it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+
+import aiosqlite
+from pydantic import BaseModel, ConfigDict
+
+from research_tool.core.settings import Settings
+from research_tool.models.entities import AccessFailure, utc_now_iso
+
+NEUTRAL_SCORE = 0.5
+RELIABILITY_WEIGHT = 0.6
+CITATION_WEIGHT = 0.4
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS provider_stats (
+    domain TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,
+    results INTEGER NOT NULL DEFAULT 0,
+    citations INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (domain, provider)
+);
+CREATE TABLE IF NOT EXISTS access_failures (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    domain TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    url TEXT,
+    query TEXT,
+    error_type TEXT NOT NULL,
+    message TEXT NOT NULL,
+    iteration INTEGER NOT NULL DEFAULT 0,
+    at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS access_failures_provider ON access_failures (provider, id);
+"""
+
+
+class ProviderStats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    domain: str
+    provider: str
+    calls: int = 0
+    results: int = 0
+    citations: int = 0
+    failures: int = 0
+    score: float = NEUTRAL_SCORE
+
+
+def _ratio(citations: int, results: int) -> float:
+    return (citations + 1) / (results + 2)
+
+
+def _score(stats: ProviderStats | None, domain_ratio: float) -> float:
+    if stats is None:
+        return NEUTRAL_SCORE
+    reliability = (stats.calls + 1) / (stats.calls + stats.failures + 2)
+    ratio = _ratio(stats.citations, stats.results)
+    citation_yield = ratio / (ratio + domain_ratio)
+    return round(RELIABILITY_WEIGHT * reliability + CITATION_WEIGHT * citation_yield, 6)
+
+
+class MemoryStore:
+    """Async SQLite store; one short connection per operation, so any task or process may use it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._ready = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MemoryStore:
+        return cls(settings.db_path("memory.db"))
+
+    async def __aenter__(self) -> MemoryStore:
+        await self.initialize()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    async def initialize(self) -> None:
+        if self._ready:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        async with aiosqlite.connect(self.path) as db:
+            await db.execute("PRAGMA journal_mode=WAL")
+            await db.executescript(_SCHEMA)
+            await db.commit()
+        self._ready = True
+
+    async def _bump(self, domain: str, provider: str, *, calls: int = 0, results: int = 0, citations: int = 0, failures: int = 0) -> None:
+        await self.initialize()
+        async with aiosqlite.connect(self.path) as db:
+            await db.execute("PRAGMA busy_timeout=5000")
+            await db.execute(
+                """
+                INSERT INTO provider_stats (domain, provider, calls, results, citations, failures, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (domain, provider) DO UPDATE SET
+                    calls = calls + excluded.calls,
+                    results = results + excluded.results,
+                    citations = citations + excluded.citations,
+                    failures = failures + excluded.failures,
+                    updated_at = excluded.updated_at
+                """,
+                (domain, provider, calls, results, citations, failures, utc_now_iso()),
+            )
+            await db.commit()
+
+    async def record_results(self, domain: str, provider: str, count: int) -> None:
+        """One successful call of `provider` that returned `count` results."""
+        await self._bump(domain, provider, calls=1, results=max(count, 0))
+
+    async def record_citations(self, domain: str, provider: str, count: int) -> None:
+        """`count` of the provider's results were cited in a final report."""
+        await self._bump(domain, provider, citations=max(count, 0))
+
+    async def record_failure(self, domain: str, failure: AccessFailure) -> None:
+        await self._bump(domain, failure.provider, failures=1)
+        async with aiosqlite.connect(self.path) as db:
+            await db.execute("PRAGMA busy_timeout=5000")
+            await db.execute(
+                """
+                INSERT INTO access_failures (domain, provider, url, query, error_type, message, iteration, at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                (
+                    domain,
+                    failure.provider,
+                    failure.url,
+                    failure.query,
+                    failure.error_type,
+                    failure.message,
+                    failure.iteration,
+                    failure.at,
+                ),
+            )
+            await db.commit()
+
+    async def provider_stats(self, domain: str) -> list[ProviderStats]:
+        """Every provider with history in `domain`, best score first."""
+        await self.initialize()
+        async with aiosqlite.connect(self.path) as db:
+            cursor = await db.execute(
+                "SELECT provider, calls, results, citations, failures FROM provider_stats WHERE domain = ?",
+                (domain,),
+            )
+            rows = await cursor.fetchall()
+        stats = [
+            ProviderStats(domain=domain, provider=r[0], calls=r[1], results=r[2], citations=r[3], failures=r[4])
+            for r in rows
+        ]
+        domain_ratio = _ratio(sum(s.citations for s in stats), sum(s.results for s in stats))
+        scored = [s.model_copy(update={"score": _score(s, domain_ratio)}) for s in stats]
+        return sorted(scored, key=lambda s: s.score, reverse=True)
+
+    async def rank_providers(self, domain: str, names: list[str]) -> list[tuple[str, float]]:
+        """`names` with their scores, best first; unknown providers get the neutral 0.5; ties keep input order."""
+        known = {s.provider: s for s in await self.provider_stats(domain)}
+        all_stats = list(known.values())
+        domain_ratio = _ratio(sum(s.citations for s in all_stats), sum(s.results for s in all_stats))
+        scored = [(name, _score(known.get(name), domain_ratio)) for name in names]
+        return sorted(scored, key=lambda pair: pair[1], reverse=True)
+
+    async def failures(self, limit: int = 50, *, provider: str | None = None) -> list[AccessFailure]:
+        """Most recent access failures first."""
+        await self.initialize()
+        query = "SELECT provider, url, query, error_type, message, iteration, at FROM access_failures"
+        params: tuple[object, ...] = ()
+        if provider:
+            query += " WHERE provider = ?"
+            params = (provider,)
+        query += " ORDER BY id DESC LIMIT ?"
+        async with aiosqlite.connect(self.path) as db:
+            cursor = await db.execute(query, (*params, max(limit, 0)))
+            rows = await cursor.fetchall()
+        return [
+            AccessFailure(provider=r[0], url=r[1], query=r[2], error_type=r[3], message=r[4], iteration=r[5], at=r[6])
+            for r in rows
+        ]

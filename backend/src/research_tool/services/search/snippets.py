@@ -1,0 +1,16 @@
+"""Plain text from the HTML fragments providers put in titles and snippets."""
+
+from __future__ import annotations
+
+import html
+import re
+
+_TAG = re.compile(r"<[^>]+>")
+_SPACE = re.compile(r"\s+")
+
+
+def plain_text(fragment: str | None) -> str:
+    """`A <strong>bold</strong> &quot;claim&quot;` -> `A bold "claim"`, whitespace collapsed."""
+    if not fragment:
+        return ""
+    return _SPACE.sub(" ", html.unescape(_TAG.sub("", fragment))).strip()
