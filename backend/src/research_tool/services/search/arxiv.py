@@ -9,7 +9,7 @@ from lxml import etree
 
 from research_tool.core.errors import ProviderResponseError
 from research_tool.models.entities import SourceResult
-from research_tool.services.search.canonical import arxiv_doi, arxiv_id, canonicalize_url, normalize_doi
+from research_tool.services.search.canonical import arxiv_doi, arxiv_id, canonical_url, normalize_doi
 from research_tool.services.search.provider import SearchProvider, SourceKind
 from research_tool.services.search.provider_http import raise_for_status, send, xml_root
 from research_tool.services.search.snippets import plain_text
@@ -83,7 +83,7 @@ class ArxivProvider(SearchProvider):
             doi = arxiv_doi(paper)
         authors = [plain_text(a.findtext("atom:name", default="", namespaces=NS)) for a in entry.findall("atom:author", NS)]
         return SourceResult(
-            url=canonicalize_url(abs_url),
+            url=canonical_url(abs_url),
             title=plain_text(entry.findtext("atom:title", default="", namespaces=NS)) or abs_url,
             snippet=plain_text(entry.findtext("atom:summary", default="", namespaces=NS)),
             source_name=self.name,

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from research_tool.core.errors import AccessDeniedError
 from research_tool.models.entities import SourceResult
-from research_tool.services.search.canonical import canonicalize_url
+from research_tool.services.search.canonical import canonical_url
 from research_tool.services.search.provider import SearchProvider
 from research_tool.services.search.provider_http import error_message, json_body, raise_for_status, send
 from research_tool.services.search.snippets import plain_text
@@ -49,7 +49,7 @@ class BraveProvider(SearchProvider):
         extra = " ".join(plain_text(s) for s in item.get("extra_snippets") or [])
         snippet = plain_text(item.get("description"))
         return SourceResult(
-            url=canonicalize_url(item["url"]),
+            url=canonical_url(item["url"]),
             title=plain_text(item.get("title")) or item["url"],
             snippet=f"{snippet} {extra}".strip(),
             source_name=self.name,

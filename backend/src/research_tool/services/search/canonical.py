@@ -25,7 +25,7 @@ _ARXIV_OLD_ID = re.compile(r"([a-z][a-z\-]*(?:\.[a-z]{2})?/\d{7})(v\d+)?", re.IG
 _ARXIV_URL = re.compile(r"^https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/(.+?)(?:\.pdf)?/?$", re.IGNORECASE)
 
 
-def canonicalize_url(url: str) -> str:
+def canonical_url(url: str) -> str:
     """Canonical form of an http(s) URL; other schemes come back unchanged."""
     url = url.strip()
     scheme = urlsplit(url).scheme.lower()
@@ -97,7 +97,7 @@ def dedup_keys(source: SourceResult) -> list[str]:
     paper = arxiv_id(doi) or arxiv_id(source.url)
     if paper:
         keys.append(f"arxiv:{paper}")
-    keys.append(f"url:{canonicalize_url(source.url)}")
+    keys.append(f"url:{canonical_url(source.url)}")
     return keys
 
 
@@ -130,7 +130,7 @@ def merge_duplicates(sources: Iterable[SourceResult]) -> list[SourceResult]:
     Sharing is transitive (a Semantic Scholar record with both a DOI and an arXiv id joins the
     arXiv and PubMed copies of the same paper). Every URL in the output is canonical.
     """
-    items = [s.model_copy(update={"url": canonicalize_url(s.url)}) for s in sources]
+    items = [s.model_copy(update={"url": canonical_url(s.url)}) for s in sources]
     parent = list(range(len(items)))
 
     def root(i: int) -> int:

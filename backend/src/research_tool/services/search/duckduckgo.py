@@ -23,7 +23,7 @@ from research_tool.core.errors import (
     ProviderTimeoutError,
 )
 from research_tool.models.entities import SourceResult
-from research_tool.services.search.canonical import canonicalize_url
+from research_tool.services.search.canonical import canonical_url
 from research_tool.services.search.provider import SearchProvider
 from research_tool.services.search.provider_http import rate_limited
 from research_tool.services.search.rate_limiter import get_rate_limiter
@@ -65,7 +65,7 @@ def normalize_results(items: list[TextResult] | list[dict[str, str]], query: str
             continue
         results.append(
             SourceResult(
-                url=canonicalize_url(href),
+                url=canonical_url(href),
                 title=plain_text(data.get("title")) or href,
                 snippet=plain_text(data.get("body")),
                 source_name=DuckDuckGoProvider.name,

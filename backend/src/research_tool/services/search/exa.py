@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from research_tool.models.entities import SourceResult
-from research_tool.services.search.canonical import canonicalize_url
+from research_tool.services.search.canonical import canonical_url
 from research_tool.services.search.provider import SearchProvider
 from research_tool.services.search.provider_http import json_body, send
 from research_tool.services.search.snippets import plain_text
@@ -56,7 +56,7 @@ class ExaProvider(SearchProvider):
         author = item.get("author")
         score = item.get("score")
         return SourceResult(
-            url=canonicalize_url(item["url"]),
+            url=canonical_url(item["url"]),
             title=plain_text(item.get("title")) or item["url"],
             snippet=snippet,
             source_name=self.name,

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from research_tool.core.errors import ProviderResponseError
 from research_tool.models.entities import SourceResult
-from research_tool.services.search.canonical import arxiv_doi, canonicalize_url, normalize_doi
+from research_tool.services.search.canonical import arxiv_doi, canonical_url, normalize_doi
 from research_tool.services.search.provider import SearchProvider, SourceKind
 from research_tool.services.search.provider_http import json_body, send
 from research_tool.services.search.snippets import plain_text
@@ -52,7 +52,7 @@ class SemanticScholarProvider(SearchProvider):
         abstract = plain_text(paper.get("abstract")) or plain_text(tldr.get("text") if isinstance(tldr, dict) else "")
         date = paper.get("publicationDate") or (str(paper["year"]) if paper.get("year") else None)
         return SourceResult(
-            url=canonicalize_url(url),
+            url=canonical_url(url),
             title=plain_text(paper["title"]),
             snippet=abstract,
             source_name=self.name,

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from research_tool.core.errors import ProviderResponseError
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import SourceResult
-from research_tool.services.search.canonical import canonicalize_url, find_doi, normalize_doi
+from research_tool.services.search.canonical import canonical_url, find_doi, normalize_doi
 from research_tool.services.search.provider import SearchProvider, SourceKind
 from research_tool.services.search.provider_http import json_body, raise_for_status, send
 
@@ -121,7 +121,7 @@ class UnpaywallProvider(SearchProvider):
         venue = f" in {record.journal_name}" if record.journal_name else ""
         return [
             SourceResult(
-                url=canonicalize_url(best),
+                url=canonical_url(best),
                 title=record.title or record.doi,
                 snippet=f"{status} copy of {record.doi}{venue}",
                 source_name=self.name,

@@ -8,7 +8,7 @@ from urllib.parse import quote
 from research_tool.core.errors import ProviderError, ProviderResponseError
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import SourceResult
-from research_tool.services.search.canonical import canonicalize_url
+from research_tool.services.search.canonical import canonical_url
 from research_tool.services.search.provider import SearchProvider, SourceKind
 from research_tool.services.search.provider_http import json_body, rate_limited, send
 from research_tool.services.search.snippets import plain_text
@@ -62,7 +62,7 @@ class WikipediaProvider(SearchProvider):
             extract = (page.get("extract") or "").strip()
             results.append(
                 SourceResult(
-                    url=canonicalize_url(url),
+                    url=canonical_url(url),
                     title=title,
                     snippet=extract[:1000] or plain_text(hit.get("snippet")),
                     source_name=self.name,
