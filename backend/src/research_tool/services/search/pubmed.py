@@ -85,7 +85,7 @@ class PubMedProvider(SearchProvider):
         error = root.findtext("ERROR")
         if error:
             raise ProviderResponseError(self.name, f"esearch: {error}", url=str(response.request.url))
-        return [i.strip() for i in root.findall("IdList/Id") if i.text and i.text.strip()][:max_results]  # type: ignore[union-attr]
+        return [(i.text or "").strip() for i in root.findall("IdList/Id") if (i.text or "").strip()][:max_results]
 
     async def _fetch(self, ids: list[str]) -> list[etree._Element]:
         params = self._params(id=",".join(ids), retmode="xml", rettype="abstract")
