@@ -86,7 +86,7 @@ def deadline_retrying(
     return AsyncRetrying(
         stop=stop_after_attempt(policy.max_attempts) | stop_at_deadline(deadline),
         wait=wait_unless_rate_limited(
-            wait_exponential_jitter(initial=policy.initial_wait_s, max=policy.max_wait_s, jitter=policy.jitter_s)
+            wait_exponential_jitter(multiplier=policy.initial_wait_s, max=policy.max_wait_s, jitter=policy.jitter_s)
         ),
         retry=retry_if_exception_type(retry_on),
         before_sleep=_log_retry,

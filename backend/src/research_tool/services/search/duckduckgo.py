@@ -61,7 +61,7 @@ def normalize_results(items: list[TextResult] | list[dict[str, str]], query: str
     for item in items:
         data = item if isinstance(item, dict) else {"title": item.title, "href": item.href, "body": item.body}
         href = (data.get("href") or "").strip()
-        if not href.startswith(("http://", "https://")):
+        if not href.lower().startswith(("http://", "https://")):
             continue
         results.append(
             SourceResult(
