@@ -1,0 +1,79 @@
+"""LLM engine tests: scripted OpenAI and Ollama protocol servers on 127.0.0.1 driving the real clients."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from research_tool.agent.engines.factory import create_engine
+from research_tool.agent.engines.llm import LLMEngine
+from research_tool.core.settings import Settings
+
+from .fallback_engine import RecordingFallback
+from .servers import OllamaServer, OpenAIServer, ScriptedChatServer
+
+MODEL_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OLLAMA_BASE_URL",
+    "OLLAMA_HOST",
+    "OLLAMA_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "RESEARCH_LLM",
+    "RESEARCH_OLLAMA_BASE_URL",
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only what a test sets reaches the settings and the clients (no real keys, no real servers)."""
+    for name in MODEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def llm_settings(kind: str, base_url: str, **overrides: object) -> Settings:
+    """Settings for `openai:test-model` or `ollama:test-model` at `base_url` (no .env file read)."""
+    values: dict[str, object] = {"llm": f"{kind}:test-model"}
+    if kind == "openai":
+        values |= {"openai_base_url": base_url, "openai_api_key": "sk-test"}
+    else:
+        values |= {"ollama_base_url": base_url}
+    values |= overrides
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@dataclass
+class Harness:
+    kind: str
+    server: ScriptedChatServer
+    engine: LLMEngine
+    fallback: RecordingFallback
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server  # type: ignore[misc]
+
+
+@pytest.fixture
+def ollama_server() -> Iterator[OllamaServer]:
+    with OllamaServer() as server:
+        yield server  # type: ignore[misc]
+
+
+@pytest.fixture(params=["openai", "ollama"])
+async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    """An LLM engine built by the factory, talking to a scripted server of either protocol."""
+    server: ScriptedChatServer = OpenAIServer() if request.param == "openai" else OllamaServer()
+    server.start()
+    fallback = RecordingFallback()
+    engine = create_engine(llm_settings(request.param, server.base_url), privacy_mode="local_only", fallback=fallback)
+    assert isinstance(engine, LLMEngine)
+    try:
+        yield Harness(kind=request.param, server=server, engine=engine, fallback=fallback)
+    finally:
+        await engine.aclose()
+        server.stop()
