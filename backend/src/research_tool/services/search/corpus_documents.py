@@ -1,0 +1,309 @@
+"""Reading local documents out of files: md, txt, html, pdf, and .jsonl (one document a line).
+
+Each reader turns a file's bytes into `CorpusDocument`s (title, text, and for jsonl lines their id
+and own url). Readers are pure functions of the bytes, so the index can hash a file, skip it when
+unchanged, and parse it only when its content really changed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from research_tool.core.errors import ResearchToolError
+from research_tool.core.logging import get_logger
+
+log = get_logger(__name__)
+
+MAX_TITLE_CHARS = 200
+
+
+class DocumentParseError(ResearchToolError):
+    """A file could not be read as a document (broken pdf, undecodable bytes...)."""
+
+    error_type = "document_parse_error"
+
+
+@dataclass(frozen=True)
+class CorpusDocument:
+    """One searchable document. `key` is its id inside the file ("" for a one-document file)."""
+
+    key: str
+    title: str
+    text: str
+    url: str | None = None
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (with or without BOM); bytes that are not UTF-8 are replaced, never fatal."""
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def _clean_title(title: str) -> str:
+    title = re.sub(r"\s+", " ", title).strip()
+    if len(title) > MAX_TITLE_CHARS:
+        title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+    return title
+
+
+def _first_line_title(text: str, fallback: str, *, max_chars: int = 150) -> str:
+    """The first non-empty line when it is short enough to be a title, else `fallback`."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped:
+            return _clean_title(stripped) if len(stripped) <= max_chars else fallback
+    return fallback
+
+
+def _text_title(text: str, fallback: str) -> str:
+    """Title for a document that has no title field: its first words."""
+    words = text.split()
+    if not words:
+        return fallback
+    head = " ".join(words[:12])
+    return _clean_title(head + ("…" if len(words) > 12 else ""))
+
+
+# --- txt ----------------------------------------------------------------------------------------
+
+
+def read_txt(path: Path, data: bytes) -> list[CorpusDocument]:
+    text = decode_text(data)
+    if not text.strip():
+        return []
+    return [CorpusDocument(key="", title=_first_line_title(text, path.stem), text=text.strip())]
+
+
+# --- markdown -----------------------------------------------------------------------------------
+
+_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n(?:---|\.\.\.)\s*(?:\n|\Z)", re.DOTALL)
+_FRONT_MATTER_TITLE = re.compile(r"^title:\s*(.+?)\s*$", re.MULTILINE)
+_ATX_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_SETEXT_HEADING = re.compile(r"^(\S[^\n]*)\n\s{0,3}(?:=+|-+)\s*$", re.MULTILINE)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def read_markdown(path: Path, data: bytes) -> list[CorpusDocument]:
+    text = decode_text(data)
+    title = ""
+    front = _FRONT_MATTER.match(text)
+    if front:
+        found = _FRONT_MATTER_TITLE.search(front.group(1))
+        if found:
+            title = found.group(1).strip().strip("'\"")
+        text = text[front.end() :]
+    text = _HTML_COMMENT.sub("", text).strip()
+    if not text:
+        return []
+    if not title:
+        atx = _ATX_HEADING.search(text)
+        setext = _SETEXT_HEADING.search(text)
+        candidates = [m for m in (atx, setext) if m is not None]
+        if candidates:
+            title = min(candidates, key=lambda m: m.start()).group(1)
+    title = _clean_title(title) if title.strip() else _first_line_title(text, path.stem)
+    return [CorpusDocument(key="", title=title, text=text)]
+
+
+# --- html ---------------------------------------------------------------------------------------
+
+_SKIPPED_TAGS = frozenset(
+    {"script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside", "form", "iframe", "head"}
+)
+_MAIN_TAGS = frozenset({"main", "article"})
+_BLOCK_TAGS = frozenset(
+    {
+        "p", "div", "br", "li", "ul", "ol", "dl", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6",
+        "tr", "table", "pre", "section", "article", "main", "blockquote", "figure", "figcaption", "hr",
+    }
+)  # fmt: skip
+_VOID_TAGS = frozenset({"br", "hr", "img", "meta", "link", "input", "area", "base", "col", "embed", "source", "wbr"})
+
+
+class _HtmlTextExtractor(HTMLParser):
+    """Collects the page's <title>, first <h1>, all body text and the text inside <main>/<article>."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title_parts: list[str] = []
+        self.h1_parts: list[str] = []
+        self.body_parts: list[str] = []
+        self.main_parts: list[str] = []
+        self._skip_depth = 0
+        self._main_depth = 0
+        self._in_title = False
+        self._in_h1 = False
+        self._h1_done = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+            return
+        if tag in _VOID_TAGS:
+            if tag in _BLOCK_TAGS:
+                self._newline()
+            return
+        if tag in _SKIPPED_TAGS:
+            self._skip_depth += 1
+        elif tag in _MAIN_TAGS:
+            self._main_depth += 1
+        elif tag == "h1" and not self._h1_done:
+            self._in_h1 = True
+        if tag in _BLOCK_TAGS:
+            self._newline()
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+            return
+        if tag in _SKIPPED_TAGS and self._skip_depth:
+            self._skip_depth -= 1
+        elif tag in _MAIN_TAGS and self._main_depth:
+            self._main_depth -= 1
+        elif tag == "h1" and self._in_h1:
+            self._in_h1 = False
+            self._h1_done = True
+        if tag in _BLOCK_TAGS:
+            self._newline()
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_parts.append(data)
+            return
+        if self._skip_depth:
+            return
+        if self._in_h1:
+            self.h1_parts.append(data)
+        self.body_parts.append(data)
+        if self._main_depth:
+            self.main_parts.append(data)
+
+    def _newline(self) -> None:
+        if self._skip_depth:
+            return
+        self.body_parts.append("\n")
+        if self._main_depth:
+            self.main_parts.append("\n")
+
+
+def _join_html_text(parts: list[str]) -> str:
+    lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in "".join(parts).split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def read_html(path: Path, data: bytes) -> list[CorpusDocument]:
+    extractor = _HtmlTextExtractor()
+    extractor.feed(decode_text(data))
+    extractor.close()
+    main_text = _join_html_text(extractor.main_parts)
+    body_text = _join_html_text(extractor.body_parts)
+    # Prefer the page's <main>/<article> when it holds real content; otherwise the whole body.
+    text = main_text if len(main_text) >= 0.2 * len(body_text) and main_text else body_text
+    if not text:
+        return []
+    title = _clean_title("".join(extractor.title_parts)) or _clean_title("".join(extractor.h1_parts))
+    return [CorpusDocument(key="", title=title or path.stem, text=text)]
+
+
+# --- pdf ----------------------------------------------------------------------------------------
+
+
+def read_pdf(path: Path, data: bytes) -> list[CorpusDocument]:
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns loudly about harmless quirks
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            reader.decrypt("")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        meta_title = reader.metadata.title if reader.metadata else None
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, NotImplementedError) as exc:
+        raise DocumentParseError(f"cannot read pdf {path.name}: {exc}") from exc
+    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    if not text:
+        return []
+    title = _clean_title(str(meta_title)) if meta_title and str(meta_title).strip() else ""
+    if not title or title.lower() in {"untitled", "microsoft word"} or title.lower().endswith((".doc", ".docx")):
+        title = _first_line_title(text, path.stem)
+    return [CorpusDocument(key="", title=title, text=text)]
+
+
+# --- jsonl --------------------------------------------------------------------------------------
+
+
+def read_jsonl(path: Path, data: bytes) -> list[CorpusDocument]:
+    """One document a line: `{id or _id, title, text, url?}`. Bad lines are skipped and logged."""
+    documents: list[CorpusDocument] = []
+    seen: set[str] = set()
+    bad_lines = 0
+    for line_no, line in enumerate(decode_text(data).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            bad_lines += 1
+            continue
+        if not isinstance(record, dict):
+            bad_lines += 1
+            continue
+        raw_id = record.get("id", record.get("_id"))
+        key = str(raw_id) if raw_id is not None and str(raw_id).strip() else str(line_no)
+        text = record.get("text") or record.get("contents") or ""
+        title = record.get("title") or ""
+        if not isinstance(text, str) or not isinstance(title, str) or not (text.strip() or title.strip()):
+            bad_lines += 1
+            continue
+        if key in seen:
+            bad_lines += 1
+            continue
+        seen.add(key)
+        url = record.get("url")
+        documents.append(
+            CorpusDocument(
+                key=key,
+                title=_clean_title(title) or _text_title(text, f"{path.name}#{key}"),
+                text=text.strip() or title.strip(),
+                url=url.strip() if isinstance(url, str) and url.strip() else None,
+            )
+        )
+    if bad_lines:
+        log.warning("jsonl_lines_skipped", file=str(path), skipped=bad_lines, kept=len(documents))
+    return documents
+
+
+# --- dispatch -----------------------------------------------------------------------------------
+
+Reader = Callable[[Path, bytes], list[CorpusDocument]]
+
+READERS: dict[str, Reader] = {
+    ".md": read_markdown,
+    ".markdown": read_markdown,
+    ".txt": read_txt,
+    ".html": read_html,
+    ".htm": read_html,
+    ".pdf": read_pdf,
+    ".jsonl": read_jsonl,
+}
+
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(READERS)
+
+
+def is_supported(path: Path) -> bool:
+    return path.suffix.lower() in READERS
+
+
+def read_documents(path: Path, data: bytes) -> list[CorpusDocument]:
+    """Parse one file's bytes into its documents; raises DocumentParseError when it cannot."""
+    reader = READERS.get(path.suffix.lower())
+    if reader is None:
+        raise DocumentParseError(f"unsupported file type: {path.name}")
+    return reader(path, data)
