@@ -33,6 +33,7 @@ from research_tool.core.errors import (
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import AccessFailure, SourceResult
 from research_tool.services.search.provider import SearchProvider
+from research_tool.services.search.rate_limiter import get_rate_limiter
 from research_tool.utils.circuit_breaker import CIRCUIT_BREAKERS, CircuitBreaker, CircuitBreakerRegistry
 from research_tool.utils.retry import RetryPolicy, deadline_retrying
 
@@ -151,6 +152,13 @@ class SearchGateway:
         if not breaker.allow():
             raise CircuitOpenError(
                 provider.name, f"circuit open after repeated failures; retry in {breaker.retry_in():.0f} s"
+            )
+        paused_until = get_rate_limiter(provider.name, provider.requests_per_second).paused_until
+        if paused_until >= deadline:
+            raise RateLimitError(
+                provider.name,
+                "rate-limited by the provider until after the session deadline",
+                retry_after=paused_until - time.monotonic(),
             )
         remaining = deadline - time.monotonic()
         try:

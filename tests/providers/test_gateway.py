@@ -1,0 +1,147 @@
+"""The gateway's obstacle handling: circuit breaker, retries bounded by the deadline, no crash."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from research_tool.core.settings import Settings
+from research_tool.services.memory import MemoryStore
+from research_tool.services.search.gateway import SearchGateway
+from research_tool.services.search.semantic_scholar import SemanticScholarProvider
+from research_tool.services.search.tavily import TavilyProvider
+from research_tool.utils.circuit_breaker import CircuitBreaker, CircuitBreakerRegistry, CircuitState
+from research_tool.utils.retry import RetryPolicy
+
+from .recordings import vcr_interactions
+from .replay import Reply, ReplayServer
+
+PATH = "/graph/v1/paper/search"
+FAST_RETRIES = RetryPolicy(max_attempts=3, initial_wait_s=0.01, max_wait_s=0.05, jitter_s=0.0)
+
+
+def _ok() -> Reply:
+    return vcr_interactions("semantic_scholar", "test_search_paper.yaml")[0].reply()
+
+
+async def test_breaker_opens_after_five_consecutive_500s_then_half_opens(
+    replay: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
+) -> None:
+    replay.route(PATH, Reply(500, body={"message": "Internal Server Error"}))
+    provider = SemanticScholarProvider(make_settings(), client)
+    gateway = SearchGateway(breakers=CircuitBreakerRegistry(reset_timeout_s=0.5), retry_policy=FAST_RETRIES)
+    deadline = time.monotonic() + 30
+
+    first = await gateway.search(provider, "a", 5, deadline=deadline)
+    assert first.failure is not None and first.failure.error_type == "server_error" and first.attempts == 3
+    second = await gateway.search(provider, "b", 5, deadline=deadline)
+    assert second.failure is not None and second.failure.error_type == "circuit_open"
+    assert len(replay.requests_for(PATH)) == 5
+    assert gateway.breaker(provider.name).state is CircuitState.OPEN
+
+    third = await gateway.search(provider, "c", 5, deadline=deadline)  # refused without a request
+    assert third.failure is not None and third.failure.error_type == "circuit_open" and third.failure.provider == "semantic_scholar"
+    assert len(replay.requests_for(PATH)) == 5
+
+    replay.route(PATH, _ok())
+    time.sleep(0.55)
+    assert gateway.breaker(provider.name).state is CircuitState.HALF_OPEN
+    probe = await gateway.search(provider, "d", 5, deadline=deadline)
+    assert probe.ok and len(probe.results) == 5
+    assert gateway.breaker(provider.name).state is CircuitState.CLOSED
+    assert len(replay.requests_for(PATH)) == 6
+
+
+async def test_failed_half_open_probe_reopens(
+    replay: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
+) -> None:
+    replay.route(PATH, Reply(503))
+    provider = SemanticScholarProvider(make_settings(), client)
+    gateway = SearchGateway(
+        breakers=CircuitBreakerRegistry(reset_timeout_s=0.3), retry_policy=RetryPolicy(max_attempts=1)
+    )
+    deadline = time.monotonic() + 30
+    for _ in range(5):
+        await gateway.search(provider, "q", 5, deadline=deadline)
+    assert gateway.breaker(provider.name).state is CircuitState.OPEN
+    time.sleep(0.35)
+    probe = await gateway.search(provider, "q", 5, deadline=deadline)
+    assert probe.failure is not None and probe.failure.error_type == "server_error"
+    assert gateway.breaker(provider.name).state is CircuitState.OPEN
+    assert len(replay.requests_for(PATH)) == 6
+
+
+def test_breaker_allows_one_probe_at_a_time() -> None:
+    now = [0.0]
+    breaker = CircuitBreaker("p", failure_threshold=2, reset_timeout_s=60, clock=lambda: now[0])
+    breaker.record_failure()
+    assert breaker.state is CircuitState.CLOSED
+    breaker.record_failure()
+    assert breaker.state is CircuitState.OPEN and not breaker.allow()
+    now[0] = 59.9
+    assert not breaker.allow() and breaker.retry_in() > 0
+    now[0] = 60.0
+    assert breaker.allow() is True  # the probe
+    assert breaker.allow() is False  # everyone else waits for it
+    breaker.record_success()
+    assert breaker.state is CircuitState.CLOSED and breaker.allow()
+
+
+async def test_retries_never_pass_the_deadline(
+    replay: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
+) -> None:
+    replay.route(PATH, Reply(500))
+    provider = SemanticScholarProvider(make_settings(), client)
+    gateway = SearchGateway(
+        breakers=CircuitBreakerRegistry(failure_threshold=100),
+        retry_policy=RetryPolicy(max_attempts=10, initial_wait_s=0.4, max_wait_s=5.0, jitter_s=0.0),
+    )
+    started = time.monotonic()
+    outcome = await gateway.search(provider, "q", 5, deadline=started + 1.0)
+    assert outcome.failure is not None and outcome.failure.error_type == "server_error"
+    assert time.monotonic() - started < 1.0
+    assert 2 <= outcome.attempts < 10  # 0.4 s then 0.8 s backoff: the third wait would cross the deadline
+
+
+async def test_long_retry_after_gives_up_at_the_deadline(
+    replay: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
+) -> None:
+    replay.route(PATH, Reply(429, body={"message": "Too Many Requests.", "code": "429"}, headers={"Retry-After": "30"}))
+    provider = SemanticScholarProvider(make_settings(), client)
+    started = time.monotonic()
+    outcome = await SearchGateway(retry_policy=FAST_RETRIES).search(provider, "q", 5, deadline=started + 0.8)
+    elapsed = time.monotonic() - started
+    assert outcome.failure is not None and outcome.failure.error_type == "rate_limited"
+    assert elapsed < 0.5  # no point waiting for a pause that ends after the deadline
+    assert len(replay.requests_for(PATH)) == 1
+
+
+async def test_unavailable_provider_sends_nothing(
+    replay: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
+) -> None:
+    outcome = await SearchGateway().search(TavilyProvider(make_settings(), client), "q", 5, deadline=time.monotonic() + 5)
+    assert outcome.failure is not None and outcome.failure.error_type == "provider_unavailable"
+    assert outcome.failure.message == "tavily: TAVILY_API_KEY is not set"
+    assert replay.requests == []
+
+
+async def test_unparseable_payload_is_a_recorded_failure_not_a_crash(
+    replay: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    replay.route(PATH, Reply(200, body={"total": 1, "data": [{"title": "no paperId nor url"}]}))
+    memory = MemoryStore(tmp_path / "memory.db")
+    gateway = SearchGateway(memory=memory)
+    provider = SemanticScholarProvider(make_settings(), client)
+    outcome = await gateway.search(provider, "q", 5, deadline=time.monotonic() + 5, domain="academic")
+    assert outcome.failure is not None and outcome.failure.error_type == "bad_response"
+    assert "KeyError" in outcome.failure.message
+    recorded = await memory.failures(10)
+    assert [(f.provider, f.error_type, f.query) for f in recorded] == [("semantic_scholar", "bad_response", "q")]
+
+    replay.route(PATH, _ok())
+    await gateway.search(provider, "turing", 5, deadline=time.monotonic() + 5, domain="academic")
+    stats = {s.provider: s for s in await memory.provider_stats("academic")}
+    assert (stats["semantic_scholar"].calls, stats["semantic_scholar"].results, stats["semantic_scholar"].failures) == (1, 5, 1)
