@@ -59,7 +59,7 @@ async def open_research_services(settings: Settings) -> AsyncIterator[ResearchSe
             await checkpointer.setup()
             gateway = SearchGateway()
             crawler = Crawler(settings, client)
-            memory = MemoryStore(settings)
+            memory = MemoryStore.from_settings(settings)
             store = SessionStore(conn)
             events = EventLog(conn)
 
