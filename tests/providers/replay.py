@@ -55,6 +55,13 @@ class RecordedRequest:
 Handler = Callable[[RecordedRequest], Reply]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # noqa: ANN401
+        """A client that hangs up mid-body (the crawler refusing an oversized page) is expected."""
+
+
 class ReplayServer:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.host = host
@@ -141,8 +148,7 @@ class ReplayServer:
         return Handler
 
     def start(self) -> ReplayServer:
-        self._server = ThreadingHTTPServer((self.host, 0), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _QuietServer((self.host, 0), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self._thread.start()
         return self
