@@ -1,0 +1,76 @@
+"""The FastAPI app: `create_app()` builds it, its lifespan opens the process's research services once
+(one AsyncSqliteSaver, one sessions/events database, one HTTP client) and resumes every session that
+was queued, running, stopping or awaiting answers when the previous process died.
+
+Run it with one worker (`research-tool serve`, or `uvicorn research_tool.api.app:create_app --factory`):
+one process owns the SQLite files and the sessions it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from research_tool import __version__
+from research_tool.api.errors import install_error_handlers
+from research_tool.api.limits import BodySizeLimitMiddleware
+from research_tool.api.metrics import ApiMetrics
+from research_tool.api.routes.research import protected, public, research
+from research_tool.api.websocket.progress_ws import progress
+from research_tool.core.logging import configure_logging, get_logger
+from research_tool.core.settings import Settings
+from research_tool.services.research_services import open_research_services
+
+log = get_logger(__name__)
+
+
+def cors_origins(settings: Settings) -> list[str]:
+    return [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    configure_logging(settings.log_format, settings.log_level)
+    metrics = ApiMetrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_research_services(settings) as services:
+            metrics.observe(services)
+            app.state.services = services
+            resumed = await services.runner.resume_incomplete()
+            log.info("server_started", data_dir=str(settings.data_dir), resumed_sessions=len(resumed))
+            try:
+                yield
+            finally:
+                app.state.services = None
+                log.info("server_stopping", running_sessions=services.runner.running_count)
+
+    app = FastAPI(
+        title="Research Tool",
+        version=__version__,
+        summary="Self-hosted deep research: cited reports from sessions that survive a restart.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.services = None
+    install_error_handlers(app)
+    app.include_router(public)
+    app.include_router(research)
+    app.include_router(protected)
+    app.include_router(progress)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
+    origins = cors_origins(settings)
+    if origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            expose_headers=["Location", "X-Session-Id"],
+        )
+    return app

@@ -1,0 +1,248 @@
+"""The HTTP routes of DESIGN §5: start, status, stop, clarify, report, list, delete, SSE events, /run,
+/healthz and /metrics. Sessions live in SQLite and run in the process's SessionRunner; a route only
+validates, hands over and reads back."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Path as PathParam, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.requests import HTTPConnection
+
+from research_tool.api.auth import require_token
+from research_tool.api.errors import ApiError
+from research_tool.api.event_stream import session_events
+from research_tool.api.metrics import METRICS_CONTENT_TYPE, ApiMetrics
+from research_tool.core.errors import BadInputError, SessionStateError
+from research_tool.core.logging import get_logger
+from research_tool.core.settings import Settings
+from research_tool.models.api import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    ClarifyRequest,
+    ErrorResponse,
+    HealthResponse,
+    SessionAccepted,
+    SessionList,
+    SessionSummary,
+    StatusResponse,
+)
+from research_tool.models.events import Event
+from research_tool.models.report import Report
+from research_tool.models.request import ResearchRequest
+from research_tool.services.research_services import ResearchServices
+
+log = get_logger(__name__)
+
+RUN_STOP_GRACE_S = 30.0  # /run: after its timeout the session is stopped and gets this long to write its report
+MAX_SESSION_ID_CHARS = 128
+ReportFormat = Literal["md", "json", "html", "bib"]
+REPORT_MEDIA_TYPES: dict[str, str] = {
+    "md": "text/markdown; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "bib": "application/x-bibtex; charset=utf-8",
+}
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorResponse} for code in (401, 413, 422, *codes)}
+
+
+SessionId = Annotated[str, PathParam(min_length=1, max_length=MAX_SESSION_ID_CHARS, description="session id")]
+
+research = APIRouter(prefix="/api/research", tags=["research"], dependencies=[Depends(require_token)])
+protected = APIRouter(dependencies=[Depends(require_token)])
+public = APIRouter()
+
+
+def services_of(connection: HTTPConnection) -> ResearchServices:
+    services: ResearchServices | None = getattr(connection.app.state, "services", None)
+    if services is None:
+        raise ApiError(503, "the server is starting or stopping", retryable=True)
+    return services
+
+
+def check_corpus_dirs(request: ResearchRequest, settings: Settings) -> None:
+    """Over HTTP, a client may only name folders inside the server's RESEARCH_CORPUS_DIRS: it must not
+    make the server index (and quote) arbitrary files it can read."""
+    if not request.corpus_dirs:
+        return
+    allowed = [p.expanduser().resolve() for p in settings.corpus_paths()]
+    for folder in request.corpus_dirs:
+        path = Path(folder).expanduser().resolve()
+        if not any(path == root or path.is_relative_to(root) for root in allowed):
+            raise BadInputError(
+                f"corpus folder {folder} is not inside the server's RESEARCH_CORPUS_DIRS; "
+                "the server only reads documents from the folders it was configured with"
+            )
+
+
+async def create_session(services: ResearchServices, request: ResearchRequest) -> str:
+    check_corpus_dirs(request, services.settings)
+    services.validate(request)
+    record = await services.runner.create(request)
+    # The runner's task is the background task: it outlives this request and survives a lost client.
+    services.runner.launch(record.id)
+    return record.id
+
+
+# --- sessions ---------------------------------------------------------------------------------------
+
+
+@research.post("/start", status_code=202, response_model=SessionAccepted, responses=_errors(400, 503))
+async def start_research(body: ResearchRequest, request: Request, response: Response) -> SessionAccepted:
+    """Start a research session; it runs in the background (queued while the server is at its limit)."""
+    services = services_of(request)
+    session_id = await create_session(services, body)
+    record = await services.store.get(session_id)
+    response.headers["Location"] = f"/api/research/{session_id}/status"
+    return SessionAccepted(session_id=session_id, status=record.status)
+
+
+@research.get("", response_model=SessionList, responses=_errors())
+async def list_sessions(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> SessionList:
+    """Sessions, newest first."""
+    records, total = await services_of(request).store.list(limit=limit, offset=offset)
+    return SessionList(sessions=[SessionSummary.of(r) for r in records], total=total, limit=limit, offset=offset)
+
+
+@research.get("/{session_id}/status", response_model=StatusResponse, responses=_errors(404))
+async def session_status(session_id: SessionId, request: Request) -> StatusResponse:
+    return StatusResponse.of(await services_of(request).store.get(session_id))
+
+
+@research.post("/{session_id}/stop", status_code=202, response_model=SessionAccepted, responses=_errors(404, 409))
+async def stop_session(session_id: SessionId, request: Request) -> SessionAccepted:
+    """Stop collecting now; the session still writes a report from what it found. Idempotent; 409 once finished."""
+    record = await services_of(request).runner.request_stop(session_id)
+    return SessionAccepted(session_id=session_id, status=record.status)
+
+
+@research.post("/{session_id}/clarify", status_code=202, response_model=SessionAccepted, responses=_errors(404, 409))
+async def clarify_session(session_id: SessionId, body: ClarifyRequest, request: Request) -> SessionAccepted:
+    """Answer the pending clarification questions; the session resumes with a refined question."""
+    record = await services_of(request).runner.provide_answers(session_id, list(body.answers))
+    return SessionAccepted(session_id=session_id, status=record.status)
+
+
+@research.get(
+    "/{session_id}/report",
+    responses={**_errors(404, 409), 200: {"model": Report, "content": {m: {} for m in REPORT_MEDIA_TYPES.values()}}},
+)
+async def session_report(
+    session_id: SessionId, request: Request, format: Annotated[ReportFormat, Query()] = "json"
+) -> Response:
+    """The finished session's report (json, md, html or bib); 409 while it is not completed."""
+    report = await services_of(request).runner.report(session_id)
+    return render(report, format)
+
+
+@research.delete("/{session_id}", status_code=204, response_class=Response, responses=_errors(404))
+async def delete_session(session_id: SessionId, request: Request) -> Response:
+    """Stop the session if it runs, then delete it with its events and checkpoints."""
+    await services_of(request).runner.delete(session_id)
+    return Response(status_code=204)
+
+
+@research.get(
+    "/{session_id}/events",
+    response_class=StreamingResponse,
+    responses={**_errors(404), 200: {"content": {"text/event-stream": {}}}},
+)
+async def session_event_stream(
+    session_id: SessionId,
+    request: Request,
+    after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)] = None,
+) -> StreamingResponse:
+    """Server-Sent Events: every event with seq > after (or > Last-Event-ID), then live ones; ends after the
+    final event."""
+    services = services_of(request)
+    await services.store.get(session_id)  # 404 before the stream starts
+    start = after if after is not None else _last_event_id(last_event_id)
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(_sse(services, session_id, start), media_type="text/event-stream", headers=headers)
+
+
+def _last_event_id(value: str | None) -> int:
+    return int(value) if value is not None and value.strip().isdigit() else 0
+
+
+def sse_frame(event: Event) -> str:
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"
+
+
+async def _sse(services: ResearchServices, session_id: str, after: int) -> Any:
+    yield ": connected\n\n"
+    async for event in session_events(services, session_id, after):
+        yield ": keepalive\n\n" if event is None else sse_frame(event)
+
+
+# --- reports ---------------------------------------------------------------------------------------
+
+
+def render(report: dict[str, Any], fmt: str) -> Response:
+    if fmt == "json":
+        return JSONResponse(report)
+    from research_tool.services.export import render_report
+
+    return Response(render_report(Report.model_validate(report), fmt), media_type=REPORT_MEDIA_TYPES[fmt])
+
+
+# --- synchronous run, health, metrics ------------------------------------------------------------------
+
+
+@protected.post("/run", responses={**_errors(400, 500, 503, 504), 200: {"model": Report}})
+async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
+    """Seed-compatible synchronous call: run a session and return its report JSON. It never pauses for
+    clarification; after RESEARCH_RUN_TIMEOUT_S it is stopped and reports what it found."""
+    services = services_of(request)
+    timeout = services.settings.run_timeout_s
+    body = body.model_copy(update={"clarify": False, "max_execution_time_s": body.max_execution_time_s or timeout})
+    session_id = await create_session(services, body)
+    task = services.runner.launch(session_id)
+    if not await _finished_within(task, timeout):
+        try:
+            await services.runner.request_stop(session_id)
+        except SessionStateError:
+            pass  # finished in the meantime
+        if not await _finished_within(task, RUN_STOP_GRACE_S):
+            raise ApiError(
+                504, f"session {session_id} did not finish in {timeout:g} s; it goes on: "
+                f"GET /api/research/{session_id}/status", retryable=True,
+            )
+    record = await services.store.get(session_id)
+    if record.status != "completed":
+        raise ApiError(500, f"session {session_id} {record.status}: {record.error or 'no report'}",
+                       error_type="session_failed")
+    report = await services.runner.report(session_id)
+    return JSONResponse(report, headers={"X-Session-Id": session_id})
+
+
+async def _finished_within(task: asyncio.Task[None], timeout: float) -> bool:
+    """Wait for the session task without cancelling it (a client that leaves does not stop the session)."""
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    return bool(done)
+
+
+@public.get("/healthz", response_model=HealthResponse, tags=["ops"])
+async def healthz() -> HealthResponse:
+    """Liveness (no auth)."""
+    return HealthResponse()
+
+
+@protected.get(
+    "/metrics", response_class=Response, tags=["ops"], responses={200: {"content": {METRICS_CONTENT_TYPE: {}}}}
+)
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics."""
+    app_metrics: ApiMetrics = request.app.state.metrics
+    await app_metrics.refresh(services_of(request))
+    return Response(app_metrics.render(), media_type=METRICS_CONTENT_TYPE)

@@ -1,0 +1,121 @@
+"""Bodies the HTTP API takes and returns (DESIGN §5), besides ResearchRequest (the start body) and Report."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from research_tool.services.session_store import SessionRecord, SessionStatus
+
+MAX_ANSWERS = 10
+MAX_ANSWER_CHARS = 2000
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Answer = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ANSWER_CHARS)]
+
+
+class ClarifyRequest(Strict):
+    """Answers to the pending clarification questions, in order."""
+
+    answers: list[Answer] = Field(min_length=1, max_length=MAX_ANSWERS)
+
+
+class SessionAccepted(Strict):
+    """202 answer of start, stop and clarify: the session and its status now."""
+
+    session_id: str
+    status: SessionStatus
+
+
+StartResponse = SessionAccepted
+
+
+class StatusResponse(Strict):
+    session_id: str
+    query: str
+    status: SessionStatus
+    current_phase: str | None
+    iteration: int
+    sources_queried: int
+    sources_found: int
+    entities_found: int
+    facts_extracted: int
+    saturation_metrics: dict[str, Any] | None
+    stop_reason: str | None
+    pending_questions: list[str]
+    error: str | None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, record: SessionRecord) -> StatusResponse:
+        progress = record.progress
+        return cls(
+            session_id=record.id,
+            query=record.query,
+            status=record.status,
+            current_phase=progress.get("current_phase"),
+            iteration=int(progress.get("iteration") or 0),
+            sources_queried=int(progress.get("sources_queried") or 0),
+            sources_found=int(progress.get("sources_found") or 0),
+            entities_found=int(progress.get("entities_found") or 0),
+            facts_extracted=int(progress.get("facts_extracted") or 0),
+            saturation_metrics=progress.get("saturation_metrics"),
+            stop_reason=record.stop_reason,
+            pending_questions=record.pending_questions,
+            error=record.error,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
+
+
+class SessionSummary(Strict):
+    session_id: str
+    query: str
+    status: SessionStatus
+    stop_reason: str | None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, record: SessionRecord) -> SessionSummary:
+        return cls(
+            session_id=record.id,
+            query=record.query,
+            status=record.status,
+            stop_reason=record.stop_reason,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
+
+
+class SessionList(Strict):
+    """One page of sessions, newest first."""
+
+    sessions: list[SessionSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class HealthResponse(Strict):
+    status: Literal["ok"] = "ok"
+
+
+class ErrorDetail(Strict):
+    type: str
+    message: str
+    retryable: bool
+
+
+class ErrorResponse(Strict):
+    """Every error the API returns: `{"error": {"type", "message", "retryable"}}`."""
+
+    error: ErrorDetail
