@@ -12,9 +12,11 @@ these servers exactly as they would to the real ones; only the answers are scrip
 
 API
 - `script(step, *answers)`: queue answers for a step, consumed one per request in order. An answer is a
-  string (the message content) or a `Reply` (content, token counts, HTTP status).
+  string (the message content), a `Reply` (content, token counts, HTTP status), or a function of the
+  `RecordedRequest` returning either (answers built from the prompt: see `scripted_answers.py`).
 - `default(step, answer)`: the answer for a step whose queue is empty (repeated as often as asked).
   `default("*", answer)` covers every step. A step with neither answers HTTP 500, so the engine degrades it.
+  `scripted_answers.script_session(server)` sets valid defaults for every step (a whole session).
 - `requests` / `requests_for(step)`: every chat request received (`RecordedRequest`: path, step, parsed
   JSON body, headers), in arrival order; `system_text` and `user_text` give the prompt sent.
 - `base_url`: what to put in `OPENAI_BASE_URL` (ends in `/v1`) or `OLLAMA_BASE_URL`.
@@ -47,6 +49,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -109,6 +112,9 @@ def unused_port() -> int:
         return int(sock.getsockname()[1])
 
 
+AnswerFunction = Callable[[RecordedRequest], "str | Reply"]
+
+
 def _as_reply(answer: str | Reply) -> Reply:
     return answer if isinstance(answer, Reply) else Reply(content=answer)
 
@@ -131,21 +137,22 @@ class ScriptedChatServer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queues: dict[str, deque[Reply]] = {}
-        self._defaults: dict[str, Reply] = {}
+        self._queues: dict[str, deque[Any]] = {}
+        self._defaults: dict[str, Any] = {}
         self.requests: list[RecordedRequest] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # --- scripting ---------------------------------------------------------------------------------------
 
-    def script(self, step: str, *answers: str | Reply) -> None:
+    def script(self, step: str, *answers: str | Reply | AnswerFunction) -> None:
+        """Queue answers (`str`, `Reply`, or a function of the `RecordedRequest` returning either)."""
         with self._lock:
-            self._queues.setdefault(step, deque()).extend(_as_reply(a) for a in answers)
+            self._queues.setdefault(step, deque()).extend(answers)
 
-    def default(self, step: str, answer: str | Reply) -> None:
+    def default(self, step: str, answer: str | Reply | AnswerFunction) -> None:
         with self._lock:
-            self._defaults[step] = _as_reply(answer)
+            self._defaults[step] = answer
 
     def pending(self, step: str) -> int:
         """Scripted answers for `step` not yet consumed."""
@@ -156,12 +163,19 @@ class ScriptedChatServer:
         with self._lock:
             return [r for r in self.requests if r.step == step]
 
-    def _next_reply(self, step: str | None) -> Reply | None:
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        step = request.step or ""
         with self._lock:
-            queue = self._queues.get(step or "")
+            queue = self._queues.get(step)
             if queue:
-                return queue.popleft()
-            return self._defaults.get(step or "") or self._defaults.get(ANY_STEP)
+                answer = queue.popleft()
+            else:
+                answer = self._defaults.get(step) or self._defaults.get(ANY_STEP)
+        if answer is None:
+            return Reply(content=f"no scripted answer for step {request.step}", status=500)
+        if callable(answer):
+            answer = answer(request)
+        return _as_reply(answer)
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -172,7 +186,7 @@ class ScriptedChatServer:
     def handle_get(self, path: str) -> tuple[int, str, bytes]:
         raise NotImplementedError
 
-    def handle_post(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+    def handle_post(self, path: str, request: RecordedRequest) -> tuple[int, str, bytes]:
         raise NotImplementedError
 
     # --- lifecycle -----------------------------------------------------------------------------------------
@@ -214,10 +228,9 @@ class ScriptedChatServer:
                     self._send(400, "application/json", b'{"error": "body is not JSON"}')
                     return
                 path = self.path.split("?")[0]
-                owner._record(
-                    RecordedRequest(path=path, step=_step_of(body), body=body, headers=dict(self.headers.items()))
-                )
-                self._send(*owner.handle_post(path, body))
+                request = RecordedRequest(path=path, step=_step_of(body), body=body, headers=dict(self.headers.items()))
+                owner._record(request)
+                self._send(*owner.handle_post(path, request))
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -265,13 +278,11 @@ class OpenAIServer(ScriptedChatServer):
             return _json(200, {"object": "list", "data": [model]})
         return _json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error", "code": None}})
 
-    def handle_post(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+    def handle_post(self, path: str, request: RecordedRequest) -> tuple[int, str, bytes]:
         if path != "/v1/chat/completions":
             return _json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error", "code": None}})
-        step = _step_of(body)
-        reply = self._next_reply(step)
-        if reply is None:
-            reply = Reply(content=f"no scripted answer for step {step}", status=500)
+        body = request.body
+        reply = self._next_reply(request)
         if reply.status != 200:
             error = {"message": reply.content, "type": "server_error", "code": None}
             return _json(reply.status, {"error": error})
@@ -345,13 +356,11 @@ class OllamaServer(ScriptedChatServer):
             return _json(200, {"version": "0.6.0"})
         return _json(404, {"error": f"no route {path}"})
 
-    def handle_post(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+    def handle_post(self, path: str, request: RecordedRequest) -> tuple[int, str, bytes]:
         if path != "/api/chat":
             return _json(404, {"error": f"no route {path}"})
-        step = _step_of(body)
-        reply = self._next_reply(step)
-        if reply is None:
-            reply = Reply(content=f"no scripted answer for step {step}", status=500)
+        body = request.body
+        reply = self._next_reply(request)
         if reply.status != 200:
             return _json(reply.status, {"error": reply.content})
         model = body.get("model", self.model_name)

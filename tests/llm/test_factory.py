@@ -150,3 +150,13 @@ async def test_openai_preflight(openai_server: OpenAIServer) -> None:
         await down.check()
     await engine.aclose()
     await down.aclose()
+
+
+def test_check_engine_settings_validates_without_building_a_client() -> None:
+    from research_tool.agent.engines.factory import check_engine_settings
+
+    assert check_engine_settings(Settings(_env_file=None, llm="offline"), privacy_mode="local_only") is None  # type: ignore[call-arg]
+    spec = check_engine_settings(llm_settings("ollama", "http://127.0.0.1:11434"), privacy_mode="local_only")
+    assert spec is not None and str(spec) == "ollama:test-model"
+    with pytest.raises(BadInputError):
+        check_engine_settings(llm_settings("openai", PUBLIC), privacy_mode="local_only")

@@ -124,5 +124,9 @@ class ReasoningEngine(ABC):
     async def synthesize(self, request: SynthesisInput) -> EngineStep[SynthesisDraft]:
         """An answer paragraph and key findings; every factual sentence carries [n] citations."""
 
+    async def check(self) -> None:  # noqa: B027 - optional hook
+        """Preflight run once at start: raise EngineUnavailableError when the engine cannot work (model
+        server down, model missing). The offline engine always can."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release model clients."""

@@ -165,10 +165,6 @@ def _openai_engine(
 ) -> LLMEngine:
     from langchain_openai import ChatOpenAI
 
-    if not settings.openai_api_key and not settings.openai_base_url:
-        raise EngineUnavailableError(
-            f"RESEARCH_LLM={spec} needs OPENAI_API_KEY (or OPENAI_BASE_URL pointing at a local server)."
-        )
     base_url = (settings.openai_base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
     # Local OpenAI-compatible servers (vLLM, llama.cpp, LM Studio) ignore the key but the client wants one.
     api_key = settings.openai_api_key or "not-needed"
@@ -200,8 +196,6 @@ def _openai_engine(
 def _anthropic_engine(spec: ModelSpec, settings: Settings, fallback: ReasoningEngine | None) -> LLMEngine:
     from langchain_anthropic import ChatAnthropic
 
-    if not settings.anthropic_api_key:
-        raise EngineUnavailableError(f"RESEARCH_LLM={spec} needs ANTHROPIC_API_KEY.")
     chat = ChatAnthropic(
         model=spec.model,
         api_key=settings.anthropic_api_key,
@@ -213,6 +207,26 @@ def _anthropic_engine(spec: ModelSpec, settings: Settings, fallback: ReasoningEn
     return LLMEngine(chat, model_spec=str(spec), fallback=fallback)
 
 
+def _check_keys(spec: ModelSpec, settings: Settings) -> None:
+    if spec.provider == "openai" and not settings.openai_api_key and not settings.openai_base_url:
+        raise EngineUnavailableError(
+            f"RESEARCH_LLM={spec} needs OPENAI_API_KEY (or OPENAI_BASE_URL pointing at a local server)."
+        )
+    if spec.provider == "anthropic" and not settings.anthropic_api_key:
+        raise EngineUnavailableError(f"RESEARCH_LLM={spec} needs ANTHROPIC_API_KEY.")
+
+
+def check_engine_settings(settings: Settings, *, privacy_mode: str) -> ModelSpec | None:
+    """Everything `create_engine` checks, without building a client: the spec is well formed
+    (`BadInputError`), the privacy mode allows it (`BadInputError`), its key is set
+    (`EngineUnavailableError`). Returns the spec (None for offline). Contacts no model server."""
+    spec = parse_model_spec(settings.llm)
+    check_privacy(spec, settings, privacy_mode)
+    if spec is not None:
+        _check_keys(spec, settings)
+    return spec
+
+
 def create_engine(
     settings: Settings,
     *,
@@ -222,8 +236,7 @@ def create_engine(
 ) -> ReasoningEngine:
     """The engine `settings.llm` names. `http_client` (the shared pooled client) serves the preflight and
     the OpenAI client; `fallback` replaces the offline engine that does the steps a model cannot (tests)."""
-    spec = parse_model_spec(settings.llm)
-    check_privacy(spec, settings, privacy_mode)
+    spec = check_engine_settings(settings, privacy_mode=privacy_mode)
     if spec is None:
         if fallback is not None:
             return fallback
