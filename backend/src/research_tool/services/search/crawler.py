@@ -201,11 +201,21 @@ class Crawler:
             return await self._render(url, deadline)
         raw = await self.download(url, accept=PAGE_TYPES, rate_limited=True)
         page = await self._page_from(raw, backend="httpx")
-        if render == "auto" and len(page.text) < MIN_TEXT_CHARS and raw.content_type in HTML_TYPES:
-            if b"<script" in raw.body.lower() and self.browser_unavailable_reason() is None:
-                log.info("crawler_browser_fallback", url=url, text_chars=len(page.text))
-                return await self._render(url, deadline)
+        if render == "auto" and self._needs_browser(raw, page.text):
+            log.info("crawler_browser_fallback", url=url, text_chars=len(page.text))
+            return await self._render(url, deadline)
+        if not page.text:
+            raise ProviderResponseError(self.name, "no text could be extracted", url=url)
         return page
+
+    def _needs_browser(self, raw: RawResponse, text: str) -> bool:
+        """The fallback rule: an HTML page that runs scripts but gave (almost) no text, and a browser exists."""
+        return (
+            len(text) < MIN_TEXT_CHARS
+            and raw.content_type in HTML_TYPES
+            and b"<script" in raw.body.lower()
+            and self.browser_unavailable_reason() is None
+        )
 
     async def _page_from(self, raw: RawResponse, *, backend: str) -> FetchedPage:
         if raw.content_type in PDF_TYPES:
@@ -219,8 +229,6 @@ class Crawler:
                 raise AccessDeniedError(self.name, "paywall: only a teaser is available", url=raw.url)
         else:
             title, text = None, raw.html().strip()
-        if not text:
-            raise ProviderResponseError(self.name, "no text could be extracted", url=raw.url)
         return FetchedPage(
             url=raw.url,
             final_url=raw.final_url,
