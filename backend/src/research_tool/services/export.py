@@ -152,7 +152,7 @@ def render_markdown(report: Report) -> str:
     if report.citations:
         lines += ["## Sources", ""]
         for citation in report.citations:
-            lines.append(f"{citation.id} {_md_citation(citation)}")
+            lines.append(f"- {citation.id} {_md_citation(citation)}")
         lines.append("")
 
     if report.entities:
@@ -424,7 +424,7 @@ def _bib_base_key(citation: Citation) -> str:
         first = citation.authors[0].strip()
         surname = first.split(",")[0] if "," in first else (first.split() or [""])[-1]
     title_word = next(
-        (w for w in (_ascii_word(t) for t in re.split(r"[\s._/-]+", citation.title)) if w and w.lower() not in _KEY_STOPWORDS),
+        (w for w in (_ascii_word(t) for t in re.split(r"[\s/]+", citation.title)) if w and w.lower() not in _KEY_STOPWORDS),
         "",
     )
     key = (_ascii_word(surname).lower() + (str(citation.year) if citation.year else "") + title_word.lower()[:20])
