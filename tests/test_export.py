@@ -17,8 +17,8 @@ from research_tool.services.export import (
     bib_escape,
     bib_keys,
     export_report,
-    export_report_async,
     render_report,
+    write_report,
 )
 
 HOSTILE_TITLE = "<script>alert(1)</script>"
@@ -243,22 +243,21 @@ def test_bib_header_cannot_open_an_entry() -> None:
 
 
 @pytest.mark.parametrize("fmt", EXPORT_FORMATS)
-def test_export_writes_one_file_per_format(tmp_path: Path, fmt: str) -> None:
+async def test_export_writes_one_file_per_format(tmp_path: Path, fmt: str) -> None:
     report = make_report(session_id="../evil/id")
-    path = export_report(report, fmt, tmp_path / "exports")
+    path = await export_report(report, fmt, tmp_path / "exports")
     assert path.parent == tmp_path / "exports"
     assert path.name == f"evil_id.{fmt}"
     assert path.read_text(encoding="utf-8") == render_report(report, fmt)
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
+    # Writing again replaces the file in place.
+    assert write_report(report, fmt, tmp_path / "exports") == path
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
 
 
-async def test_export_async_writes_the_same_file(tmp_path: Path) -> None:
-    path = await export_report_async(make_report(), "md", tmp_path)
-    assert path.read_text(encoding="utf-8") == render_report(make_report(), "md")
-
-
-def test_unknown_format_is_bad_input(tmp_path: Path) -> None:
+async def test_unknown_format_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match="unknown format 'pdf'"):
         render_report(make_report(), "pdf")
     with pytest.raises(BadInputError):
-        export_report(make_report(), "docx", tmp_path)
+        await export_report(make_report(), "docx", tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -49,8 +49,14 @@ def render_report(report: Report, fmt: str) -> str:
     return _RENDERERS[check_format(fmt)](report)
 
 
-def export_report(report: Report, fmt: str, out_dir: Path | str) -> Path:
-    """Write `<out_dir>/<session_id>.<fmt>` atomically and return its path (blocking: small file)."""
+async def export_report(report: Report, fmt: str, out_dir: Path | str) -> Path:
+    """Write `<out_dir>/<session_id>.<fmt>` (off the event loop) and return its path."""
+    check_format(fmt)
+    return await asyncio.to_thread(write_report, report, fmt, out_dir)
+
+
+def write_report(report: Report, fmt: str, out_dir: Path | str) -> Path:
+    """Blocking version of `export_report`: render, then write atomically (temp file + rename)."""
     text = render_report(report, fmt)
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -64,11 +70,6 @@ def export_report(report: Report, fmt: str, out_dir: Path | str) -> Path:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return target
-
-
-async def export_report_async(report: Report, fmt: str, out_dir: Path | str) -> Path:
-    """`export_report` off the event loop."""
-    return await asyncio.to_thread(export_report, report, fmt, out_dir)
 
 
 def _safe_file_stem(session_id: str) -> str:
