@@ -16,7 +16,7 @@ import aiosqlite
 
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
-from research_tool.models.events import Event
+from research_tool.models.events import FINAL_EVENT_TYPES, Event
 
 log = get_logger(__name__)
 
@@ -77,6 +77,8 @@ class EventLog:
                 yield event
                 if event.is_final:
                     return
+            if await self._ended_by(session_id, last):
+                return  # the final event is at or before `after`: nothing more will come
             while True:
                 event = await queue.get()
                 if event.seq <= last:
@@ -89,6 +91,14 @@ class EventLog:
             self._subscribers[session_id].discard(queue)
             if not self._subscribers[session_id]:
                 self._subscribers.pop(session_id, None)
+
+    async def _ended_by(self, session_id: str, seq: int) -> bool:
+        marks = ",".join("?" for _ in FINAL_EVENT_TYPES)
+        async with self._conn.execute(
+            f"SELECT 1 FROM events WHERE session_id = ? AND seq <= ? AND type IN ({marks}) LIMIT 1",
+            (session_id, seq, *sorted(FINAL_EVENT_TYPES)),
+        ) as cur:
+            return await cur.fetchone() is not None
 
     async def delete(self, session_id: str) -> None:
         async with self._lock:
