@@ -114,7 +114,13 @@ class LiveApi:
             await asyncio.sleep(0.05)
 
     async def wait_status(self, session_id: str, *statuses: str, timeout: float = WAIT_S) -> dict[str, Any]:
-        return await self.wait_for(session_id, lambda s: s["status"] in statuses, timeout)
+        def reached(status: dict[str, Any]) -> bool:
+            if status["status"] in statuses:
+                return True
+            assert status["status"] not in ("completed", "failed"), f"session ended otherwise: {status}"
+            return False
+
+        return await self.wait_for(session_id, reached, timeout)
 
     async def wait_event(self, session_id: str, event_type: str, timeout: float = WAIT_S) -> None:
         deadline = time.monotonic() + timeout

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support.wiki_server import WikiReplay
 
-from .conftest import QUESTION, LiveApi, SlowWiki, offline_settings, serve
+from .conftest import QUESTION, LiveApi, SlowWiki, offline_settings, serve, sse_events
 
 
 async def test_start_runs_to_a_cited_report_with_status_fields(api: LiveApi) -> None:
@@ -113,3 +113,15 @@ async def test_healthz_and_metrics(api: LiveApi, wiki: tuple[str, WikiReplay]) -
     assert samples["research_session_iterations_count"] == 1.0
     assert samples["research_sessions_max_running_seen"] == 1.0
     assert "research_search_failures_total" in text
+
+
+async def test_following_a_finished_session_past_its_final_event_ends_at_once(api: LiveApi) -> None:
+    sid = await api.start()
+    await api.wait_status(sid, "completed")
+    last = (await api.services.events.replay(sid))[-1]
+    assert last.type == "session_completed"
+    followed = [e async for e in api.services.events.follow(sid, after=last.seq)]
+    assert followed == []
+    response = await api.client.get(f"/api/research/{sid}/events", params={"after": last.seq})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    assert sse_events(response.text) == []
