@@ -33,7 +33,7 @@ from research_tool.core.logging import get_logger
 
 log = get_logger(__name__)
 
-CORPUS_VERSION = 1
+CORPUS_VERSION = 2
 MARKER_FILE = ".demo_corpus.json"
 
 # Modules behind everyday Python questions: processes, files, text, data formats, dates,
@@ -95,12 +95,6 @@ def _title(qualname: str, doc: str) -> str:
     return f"{qualname} — {synopsis}" if synopsis else qualname
 
 
-def _kind(obj: object) -> str:
-    if inspect.isclass(obj):
-        return "exception" if issubclass(obj, BaseException) else "class"
-    return "function"
-
-
 # --- what a module documents ---------------------------------------------------------------------
 
 
@@ -132,11 +126,18 @@ def _public_methods(cls: type) -> list[tuple[str, object]]:
 
 
 def _doc(obj: object) -> str:
-    """The docstring pydoc shows (cleaned, inherited from the base class when a method has none).
+    """The object's own docstring, cleaned as pydoc shows it.
 
-    pydoc.getdoc would fall back to source comments, which means parsing every module's source:
-    seconds for a handful of extra pages, so the docstring alone it is."""
-    return (inspect.getdoc(obj) or "").strip()
+    Not inherited (inspect.getdoc would copy a base class's text onto every override, and the same
+    sentence in many documents looks like independent agreement to the research engine), and no
+    fallback to source comments (pydoc.getdoc's, which parses every module's source: seconds)."""
+    doc = getattr(obj, "__doc__", None)
+    return inspect.cleandoc(doc).strip() if isinstance(doc, str) else ""
+
+
+def _names_line(label: str, names: Sequence[str]) -> list[str]:
+    """A plain list of names (no sentence: an index, not a claim a reader would cite)."""
+    return ["", f"{label}: {', '.join(names)}"] if names else []
 
 
 def module_documents(module_name: str) -> list[DemoDocument]:
@@ -144,50 +145,35 @@ def module_documents(module_name: str) -> list[DemoDocument]:
     module = importlib.import_module(module_name)
     module_doc = _doc(module)
     documents: list[DemoDocument] = []
-    index_lines: list[str] = []
+    classes: list[str] = []
+    functions: list[str] = []
     for name, obj in _public_members(module):
         doc = _doc(obj)  # may be empty (csv.DictReader): the signature still says something
         qualname = f"{module_name}.{name}"
-        kind = _kind(obj)
-        index_lines.append(f"{qualname} ({kind}): {first_sentence(doc)}" if doc else f"{qualname} ({kind})")
-        header = [
-            f"{_title(qualname, doc)}",
-            "",
-            f"{kind.capitalize()} {qualname} in module {module_name}.",
-            "",
-            _signature(qualname, obj),
-        ]
+        (classes if inspect.isclass(obj) else functions).append(name)
+        body = [_signature(qualname, obj)]
         if doc:
-            header += ["", reflow(doc)]
+            body += ["", reflow(doc)]
         if inspect.isclass(obj):
             methods = [(m, o, _doc(o)) for m, o in _public_methods(obj)]
-            listed = [f"{qualname}.{m}: {first_sentence(d)}" for m, _, d in methods if d]
-            if listed:
-                header += ["", f"Methods and attributes of {qualname}:", *listed]
+            body += _names_line(f"Methods and attributes of {qualname}", [m for m, _, _ in methods])
             for method_name, method, method_doc in methods:
                 if not method_doc:
                     continue
                 method_qualname = f"{qualname}.{method_name}"
-                what = "Property" if isinstance(inspect.getattr_static(obj, method_name), property) else "Method"
+                is_property = isinstance(inspect.getattr_static(obj, method_name), property)
+                head = f"{method_qualname} (property)" if is_property else _signature(method_qualname, method)
                 documents.append(
                     DemoDocument(
                         name=method_qualname,
                         title=_title(method_qualname, method_doc),
-                        body="\n".join(
-                            [
-                                f"{what} {method_name} of {kind} {qualname} in module {module_name}.",
-                                "",
-                                _signature(method_qualname, method) if what == "Method" else method_qualname,
-                                "",
-                                reflow(method_doc),
-                            ]
-                        ),
+                        body=f"{head}\n\n{reflow(method_doc)}",
                     )
                 )
-        documents.append(DemoDocument(name=qualname, title=header[0], body="\n".join(header[2:])))
-    overview = [f"Module {module_name}.", "", reflow(module_doc) if module_doc else ""]
-    if index_lines:
-        overview += ["", f"Classes and functions in {module_name}:", *index_lines]
+        documents.append(DemoDocument(name=qualname, title=_title(qualname, doc), body="\n".join(body)))
+    overview = [reflow(module_doc) if module_doc else f"The {module_name} module."]
+    overview += _names_line(f"Classes in {module_name}", classes)
+    overview += _names_line(f"Functions in {module_name}", functions)
     documents.append(DemoDocument(name=module_name, title=_title(module_name, module_doc), body="\n".join(overview)))
     return documents
 
