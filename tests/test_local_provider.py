@@ -80,9 +80,12 @@ async def test_indexes_once_and_searches_only_its_folders(
     results = await provider.search("timeout")
     assert {r.location for r in results} == {"guides/subprocess.txt", "corpus.jsonl#4983"}
 
-    # Indexed on first use only: a second search does not walk the folder again.
+    # Indexed on first use only: a second search, even from a new provider on the same index
+    # (the collect node builds one per cycle), does not walk the folder again.
     (docs / "late.txt").write_text("Late\n\nA timeout added later.\n", encoding="utf-8")
     assert all(r.location != "late.txt" for r in await provider.search("timeout"))
+    again = LocalProvider(settings, client, corpus_dirs=[docs], index=CorpusIndex(tmp_path / "shared.db"))
+    assert all(r.location != "late.txt" for r in await again.search("timeout"))
     stats = await provider.ensure_indexed(force=True)
     assert stats.files_added == 1 and stats.files_unchanged == 2
     assert any(r.location == "late.txt" for r in await provider.search("timeout"))

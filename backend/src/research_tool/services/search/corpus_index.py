@@ -130,6 +130,7 @@ class _FileRow:
     size: int
     mtime_ns: int
     sha256: str
+    doc_count: int
 
 
 @dataclass
@@ -287,7 +288,12 @@ class CorpusIndex:
     def _known_files(self, conn: sqlite3.Connection, root: Path) -> list[_FileRow]:
         low, high = _prefix_bounds(str(root))
         rows = conn.execute(
-            "SELECT path, size, mtime_ns, sha256 FROM files WHERE path = ? OR (path >= ? AND path < ?)",
+            """
+            SELECT f.path, f.size, f.mtime_ns, f.sha256, COUNT(d.id)
+            FROM files f LEFT JOIN docs d ON d.path = f.path
+            WHERE f.path = ? OR (f.path >= ? AND f.path < ?)
+            GROUP BY f.path
+            """,
             (str(root), low, high),
         ).fetchall()
         return [_FileRow(*row) for row in rows]
@@ -304,7 +310,7 @@ class CorpusIndex:
         key = str(path)
         if known is not None and known.size == stat.st_size and known.mtime_ns == stat.st_mtime_ns:
             stats.files_unchanged += 1
-            stats.docs_unchanged += self._count_file_docs(conn, key)
+            stats.docs_unchanged += known.doc_count
             return
         try:
             data = path.read_bytes()
@@ -320,7 +326,7 @@ class CorpusIndex:
                 (stat.st_size, stat.st_mtime_ns, time.time(), key),
             )
             stats.files_unchanged += 1
-            stats.docs_unchanged += self._count_file_docs(conn, key)
+            stats.docs_unchanged += known.doc_count
             return
         try:
             documents = read_documents(path, data)
@@ -410,10 +416,6 @@ class CorpusIndex:
         self._delete_rows(conn, row_ids)
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
         return len(row_ids)
-
-    @staticmethod
-    def _count_file_docs(conn: sqlite3.Connection, path: str) -> int:
-        return int(conn.execute("SELECT COUNT(*) FROM docs WHERE path = ?", (path,)).fetchone()[0])
 
     def _count_docs(self, conn: sqlite3.Connection, roots: Sequence[str]) -> int:
         clause, params = self._roots_clause(roots)

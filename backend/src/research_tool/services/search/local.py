@@ -40,6 +40,11 @@ def truncate_text(text: str, limit: int = MAX_CONTENT_CHARS) -> str:
     return head[: cut + 1].rstrip() if cut > limit // 2 else head.rstrip()
 
 
+# When each (index file, folder) pair was last brought up to date in this process. The collect node
+# builds a provider per cycle; this keeps later cycles from walking the folders again.
+_LAST_INDEXED: dict[tuple[str, str], float] = {}
+
+
 class LocalProvider(SearchProvider):
     name: ClassVar[str] = "local"
     default_rps: ClassVar[float] = 1000.0
@@ -61,7 +66,6 @@ class LocalProvider(SearchProvider):
         dirs = settings.corpus_paths() if corpus_dirs is None else corpus_dirs
         self.corpus_dirs: list[Path] = [Path(d).expanduser() for d in dirs]
         self._index = index
-        self._indexed_at: float | None = None
         self._index_lock: asyncio.Lock | None = None
 
     @property
@@ -93,13 +97,19 @@ class LocalProvider(SearchProvider):
         if self._index_lock is None:
             self._index_lock = asyncio.Lock()
         async with self._index_lock:
-            fresh = self._indexed_at is not None and time.monotonic() - self._indexed_at < self.reindex_after_s
-            if fresh and not force:
-                return IndexStats()
+            db = str(self.index.db_path.resolve())
+            now = time.monotonic()
+            stale = [
+                folder
+                for folder in folders
+                if force or now - _LAST_INDEXED.get((db, str(folder)), -float("inf")) >= self.reindex_after_s
+            ]
             total = IndexStats()
-            for folder in folders:
+            for folder in stale:
                 total = total + await self.index.index_folder(folder)
-            self._indexed_at = time.monotonic()
+                _LAST_INDEXED[(db, str(folder))] = time.monotonic()
+            if not stale:
+                return total
             log.info(
                 "local_corpus_ready",
                 folders=len(folders),
