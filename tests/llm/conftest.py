@@ -6,9 +6,11 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import pytest
+import structlog
 
 from research_tool.agent.engines.factory import create_engine
 from research_tool.agent.engines.llm import LLMEngine
+from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 
 from .fallback_engine import RecordingFallback
@@ -24,6 +26,16 @@ MODEL_ENV = (
     "RESEARCH_LLM",
     "RESEARCH_OLLAMA_BASE_URL",
 )
+
+
+@pytest.fixture(autouse=True)
+def _logs_to_this_tests_stderr() -> Iterator[None]:
+    """The engine logs every retry and fallback; a logger configured by an earlier test may still hold that
+    test's (closed) captured stderr, so point logging at this test's stderr and restore it afterwards."""
+    saved = structlog.get_config()
+    configure_logging("console", "INFO")
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.fixture(autouse=True)

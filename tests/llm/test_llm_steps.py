@@ -81,7 +81,7 @@ async def test_malformed_json_then_valid_json_the_retry_succeeds(harness: Harnes
     assert step.errors == []
     assert harness.fallback.calls == []
     assert step.value.queries[0].query == "Eiffel Tower construction date"
-    assert step.tokens == 300  # both calls count against the budget
+    assert step.tokens == 300 == harness.engine.tokens_used  # both calls count against the budget
     first, retry = harness.server.requests_for("plan")
     assert len(retry.user_messages) == len(first.user_messages) + 1
     restated = retry.user_messages[-1]

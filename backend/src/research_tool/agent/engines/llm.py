@@ -189,10 +189,16 @@ class LLMEngine(ReasoningEngine):
         self._closers = list(closers or [])
         self._limits = limits or LLMLimits()
         self._transport_failures = 0
+        self._tokens_used = 0
 
     @property
     def model(self) -> str:
         return self._model_spec
+
+    @property
+    def tokens_used(self) -> int:
+        """Tokens this engine's model calls have cost so far (usage data, or the estimate without it)."""
+        return self._tokens_used
 
     @property
     def fallback(self) -> ReasoningEngine:
@@ -248,9 +254,11 @@ class LLMEngine(ReasoningEngine):
                 message = f"{step}: the model call failed: {type(exc).__name__}: {exc}"
                 return _Outcome(None, tokens, _error("engine_unavailable", message, retryable=True))
             self._transport_failures = 0
-            text = reply.text if isinstance(reply, AIMessage) else str(getattr(reply, "content", ""))
+            text = str(reply.text) if isinstance(reply, AIMessage) else str(getattr(reply, "content", ""))
             if isinstance(reply, AIMessage):
-                tokens += _reply_tokens(reply, messages, text)
+                cost = _reply_tokens(reply, messages, text)
+                tokens += cost
+                self._tokens_used += cost
             try:
                 value = convert(parse_structured(text, schema))
             except EngineOutputError as exc:
