@@ -209,9 +209,9 @@ async def drive_session(services: Any, session_id: str, fmt: str, out: Path | No
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    request = request_from_args(args)
     from research_tool.services.research_services import open_research_services
 
-    request = request_from_args(args)
     async with open_research_services(settings) as services:
         services.validate(request)
         if args.session_id and await services.store.exists(args.session_id):

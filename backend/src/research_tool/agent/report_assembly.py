@@ -88,9 +88,12 @@ def build_findings(draft: SynthesisDraft, facts: dict[str, Fact]) -> list[Findin
     for f in draft.findings:
         fact = _fact_for(f.statement, facts)
         conflicts = [facts[c].statement for c in (fact.contradictions if fact else []) if c in facts]
+        statement = f.statement
+        if not markers(statement) and f.citations:
+            statement = statement.rstrip() + " " + "".join(f"[{n}]" for n in f.citations)
         findings.append(
             Finding(
-                statement=f.statement,
+                statement=statement,
                 citations=[f"[{n}]" for n in f.citations],
                 confidence=fact.confidence if fact else min(1.0, 0.4 + 0.2 * len(f.citations)),
                 verified=fact.verified if fact else len(f.citations) >= 2,

@@ -56,7 +56,7 @@ class SaturationMetrics(BaseModel):
     iteration: int
     new_entities_ratio: float  # entities first seen this cycle / all entities
     new_facts_ratio: float  # facts first seen this cycle / all facts
-    citation_circularity: float  # results this cycle that were already known / results this cycle
+    citation_circularity: float  # distinct results this cycle already found in earlier cycles / distinct results
     source_coverage: float  # queries run / (queries run + new queries still to run)
     new_entities: int
     new_facts: int

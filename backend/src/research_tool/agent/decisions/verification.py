@@ -9,6 +9,8 @@
   a confidence at or above the domain's threshold.
 - Confidence = agreement (independent witnesses) + credibility of the best witnesses (provider type:
   academic > local > encyclopedia > web) + extraction quality, minus a penalty for contradictions.
+- Relevance through links (engines/text/linking.py): the facts of a document that a relevant fact of
+  another document names are raised toward that fact's relevance (the next hop of a trail).
 - Contradictions: facts about the same subject that say nearly the same thing but with different
   numbers, or with and without a negation. Each keeps the other's id.
 """
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from research_tool.agent.engines.text.entities import find_mentions
+from research_tool.agent.engines.text.linking import linked_relevance
 from research_tool.agent.engines.text.facts import clean_statement, extraction_quality
 from research_tool.agent.engines.text.sentences import split_sentences
 from research_tool.agent.engines.text.tokens import content_stems, has_negation, stem_set
@@ -108,6 +111,8 @@ def cross_verify(facts: list[Fact], sources: dict[str, SourceResult], threshold:
                 }
             )
         )
+    raised = linked_relevance(merged, sources)
+    merged = [f.model_copy(update={"relevance": raised[f.id]}) if f.id in raised else f for f in merged]
     conflicts = _contradictions(merged)
     result: list[Fact] = []
     for fact in merged:
@@ -136,27 +141,34 @@ def cross_verify(facts: list[Fact], sources: dict[str, SourceResult], threshold:
 def _merge_duplicates(facts: list[Fact]) -> list[_Group]:
     ordered = sorted(facts, key=lambda f: (-f.relevance, f.iteration, f.id))
     groups: list[_Group] = []
+    by_key: dict[str, int] = {}
     by_stem: dict[str, list[int]] = defaultdict(list)
     for fact in ordered:
+        key = normalize_key(fact.statement)
         stems = stem_set(fact.statement)
-        candidates: set[int] = set()
-        for key in stems:
-            candidates.update(by_stem.get(key, ()))
-        match = next(
-            (
-                index
-                for index in sorted(candidates)
-                if normalize_key(groups[index].representative.statement) == normalize_key(fact.statement)
-                or similarity(groups[index].stems, stems) >= DUPLICATE_SIMILARITY
-            ),
-            None,
-        )
+        match = by_key.get(key)
+        if match is None:
+            shared: dict[int, int] = defaultdict(int)
+            for stem_key in stems:
+                for index in by_stem.get(stem_key, ()):
+                    shared[index] += 1
+            needed = DUPLICATE_SIMILARITY * len(stems)
+            match = next(
+                (
+                    index
+                    for index in sorted(shared)
+                    if shared[index] >= needed and similarity(groups[index].stems, stems) >= DUPLICATE_SIMILARITY
+                ),
+                None,
+            )
         if match is None:
             groups.append(_Group(representative=fact, members=[fact], stems=stems))
-            for key in stems:
-                by_stem[key].append(len(groups) - 1)
+            by_key[key] = len(groups) - 1
+            for stem_key in stems:
+                by_stem[stem_key].append(len(groups) - 1)
         else:
             groups[match].members.append(fact)
+            by_key.setdefault(key, match)
     first_seen = {f.id: i for i, f in enumerate(facts)}
     return sorted(groups, key=lambda g: min(first_seen[m.id] for m in g.members))
 

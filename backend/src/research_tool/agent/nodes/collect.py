@@ -184,6 +184,7 @@ async def collect_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
         f"{iteration}|{o.provider}|{normalize_key(o.query)}": {
             "provider": o.provider, "query": o.query, "iteration": iteration, "ok": o.ok,
             "results": len(o.results), "latency_s": round(o.latency_s, 4), "attempts": o.attempts,
+            "urls": [canonical_url(r.url) for r in o.results],
             "error_type": o.failure.error_type if o.failure else None,
         }
         for o in outcomes

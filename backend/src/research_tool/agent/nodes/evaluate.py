@@ -31,17 +31,17 @@ def _cycle_metrics(state: ResearchState, iteration: int, queries_remaining: int)
     entities = state.get("entities") or {}
     facts = current_facts(state.get("facts"))
     calls = [c for c in (state.get("provider_calls") or {}).values() if c["iteration"] == iteration]
-    sources = (state.get("sources") or {}).values()
-    new_this_cycle = sum(1 for s in sources if s.get("first_iteration") == iteration)
-    results = sum(c["results"] for c in calls)
+    sources = state.get("sources") or {}
+    returned = {url for c in calls for url in c.get("urls", [])}
+    known_before = {u for u in returned if u in sources and sources[u].get("first_iteration", iteration) < iteration}
     return calculate_saturation(
         iteration=iteration,
         entities_before=sum(1 for e in entities.values() if e.get("iteration", 0) < iteration),
         entities_after=len(entities),
         facts_before=sum(1 for f in facts.values() if f.get("iteration", 0) < iteration),
         facts_after=len(facts),
-        results_this_cycle=results,
-        already_known_results=max(0, results - new_this_cycle),
+        results_this_cycle=len(returned),
+        already_known_results=len(known_before),
         queries_run=len(state.get("queries_run") or {}),
         queries_remaining=queries_remaining,
     )

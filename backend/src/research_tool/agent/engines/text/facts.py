@@ -141,6 +141,8 @@ def score_sentences(question: str, source: SourceResult) -> list[ScoredSentence]
     profile = QuestionProfile.of(question)
     query_profile = QuestionProfile.of(source.query) if source.query else None
     title_stems = stem_set(clean_title(source.title))
+    # a document whose title the question names ("Pterocarya", "Scott Howell") is about the question
+    about_question = 0.2 if title_stems and title_stems <= frozenset(profile.weights) else 0.0
     scored: list[ScoredSentence] = []
     for sentence in split_sentences(source.text()):
         if not is_declarative(sentence.text):
@@ -151,6 +153,7 @@ def score_sentences(question: str, source: SourceResult) -> list[ScoredSentence]
         if query_profile is not None:
             relevance = max(relevance, 0.8 * query_profile.coverage(stems, title_stems))
         relevance += 0.1 if sentence.index == 0 else 0.05 if sentence.index == 1 else 0.0
+        relevance += about_question
         scored.append(ScoredSentence(sentence, statement, round(relevance, 4)))
     return scored
 

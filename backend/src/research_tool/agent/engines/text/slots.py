@@ -113,11 +113,11 @@ def _answer_slot(text: str, lowered: str, first: str) -> Slot:
         return Slot("answer", "entity", head_words, f"the {which.group(1)}")
     if first == "how":
         return Slot("answer", "method", (), "how it is done or works")
+    if re.match(r"^(?:what|who) (?:is|are|was|were)\b", lowered) or len(lowered.split()) <= 3:
+        return Slot("answer", "definition", (), "what it is")
     embedded = _embedded_wh_slot(lowered)
     if embedded is not None:
         return embedded
-    if re.match(r"^(?:what|who) (?:is|are|was|were)\b", lowered) or len(lowered.split()) <= 3:
-        return Slot("answer", "definition", (), "what it is")
     return Slot("answer", "topic", (), "a direct answer")
 
 
@@ -137,10 +137,10 @@ def _embedded_wh_slot(lowered: str) -> Slot | None:
     )
     if not which:
         return None
+    if which.group(1).split()[0] in ("is", "was", "are", "were", "did", "does", "do", "has", "had"):
+        return None
     head_words = tuple(w for w in which.group(1).split() if w not in ("kind", "type", "sort", "of"))
     head = head_words[-1] if head_words else ""
-    if head in ("is", "was", "are", "were", "did", "does", "do"):
-        return None
     if head in _PERSON_HEADS:
         return Slot("answer", "person", head_words, f"the {which.group(1)}")
     if head in _PLACE_HEADS:
