@@ -248,10 +248,9 @@ class LLMEngine(ReasoningEngine):
                 reply = await self._chat.ainvoke(messages)
             except Exception as exc:  # any client or transport failure degrades the step; it never crashes
                 self._transport_failures += 1
-                log.warning(
-                    "llm_call_failed", step=step, model=self.model, attempt=attempt, error=f"{type(exc).__name__}: {exc}"
-                )
-                message = f"{step}: the model call failed: {type(exc).__name__}: {exc}"
+                failure = f"{type(exc).__name__}: {exc}"
+                log.warning("llm_call_failed", step=step, model=self.model, attempt=attempt, error=failure)
+                message = f"{step}: the model call failed: {failure}"
                 return _Outcome(None, tokens, _error("engine_unavailable", message, retryable=True))
             self._transport_failures = 0
             text = str(reply.text) if isinstance(reply, AIMessage) else str(getattr(reply, "content", ""))
@@ -483,7 +482,11 @@ class LLMEngine(ReasoningEngine):
         numbers = {ns.source.url: ns.n for ns in request.sources}
         blocks = "\n\n".join(
             source_block(
-                ns.n, ns.source.text(), title=ns.source.title, url=ns.source.url, max_chars=limits.synthesis_source_chars
+                ns.n,
+                ns.source.text(),
+                title=ns.source.title,
+                url=ns.source.url,
+                max_chars=limits.synthesis_source_chars,
             )
             for ns in request.sources
         )
