@@ -27,12 +27,6 @@ from research_tool.models.report import Finding, Report
 ExportFormat = Literal["md", "json", "html", "bib"]
 EXPORT_FORMATS: tuple[str, ...] = get_args(ExportFormat)
 FILE_SUFFIXES: dict[str, str] = {"md": ".md", "json": ".json", "html": ".html", "bib": ".bib"}
-MEDIA_TYPES: dict[str, str] = {
-    "md": "text/markdown; charset=utf-8",
-    "json": "application/json",
-    "html": "text/html; charset=utf-8",
-    "bib": "application/x-bibtex; charset=utf-8",
-}
 
 _MARKER = re.compile(r"\[(\d+)\]")
 _LINKABLE_SCHEMES = frozenset({"http", "https", "file"})

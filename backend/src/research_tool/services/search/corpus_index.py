@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from urllib.parse import quote
 
@@ -138,7 +138,6 @@ class _PendingWrites:
     files: int = 0
     docs: int = 0
     total_docs_written: int = 0
-    dirty: bool = field(default=False)
 
 
 def document_url(path: Path, document: CorpusDocument) -> str:
@@ -276,7 +275,8 @@ class CorpusIndex:
                     stats.files_removed += 1
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             if pending.total_docs_written >= _OPTIMIZE_AFTER_DOCS:
                 conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
