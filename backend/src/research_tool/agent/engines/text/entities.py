@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from research_tool.models.entities import Entity, EntityType, normalize_key
 
@@ -146,6 +147,11 @@ class Mention:
 
 def find_mentions(text: str) -> list[Mention]:
     """Entity mentions in `text`, in order of appearance, overlapping spans resolved (longest wins)."""
+    return list(_find_mentions(text))
+
+
+@lru_cache(maxsize=8192)
+def _find_mentions(text: str) -> tuple[Mention, ...]:
     found: list[Mention] = []
     for m in _DATE_RE.finditer(text):
         found.append(Mention(m.group(0), "date", m.start(), m.end()))
@@ -165,7 +171,7 @@ def find_mentions(text: str) -> list[Mention]:
             mention = _name_mention(text, part_start, part)
             if mention:
                 found.append(mention)
-    return _resolve_overlaps(found)
+    return tuple(_resolve_overlaps(found))
 
 
 def _split_conjoined(start: int, raw: str) -> list[tuple[int, str]]:

@@ -120,8 +120,14 @@ def content_words(text: str) -> list[str]:
 
 def content_stems(text: str) -> list[str]:
     """Stems of the content words, in order (with repeats)."""
-    return [stem(w) for w in content_words(text)]
+    return list(_content_stems(text))
 
 
+@lru_cache(maxsize=16384)
+def _content_stems(text: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in content_words(text))
+
+
+@lru_cache(maxsize=16384)
 def stem_set(text: str) -> frozenset[str]:
-    return frozenset(content_stems(text))
+    return frozenset(_content_stems(text))
