@@ -31,6 +31,7 @@ KEY_ENV = ("TAVILY_API_KEY", "EXA_API_KEY", "BRAVE_API_KEY", "SEMANTIC_SCHOLAR_A
            "UNPAYWALL_EMAIL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RESEARCH_API_TOKEN", "RESEARCH_LLM")
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
 WAIT_S = 30.0
+PAGE_CHARS = 3000
 SlowWiki = Callable[[float], AbstractContextManager[tuple[str, WikiReplay]]]
 
 
@@ -158,8 +159,9 @@ async def serve(settings: Settings, headers: dict[str, str] | None = None) -> As
 
 @pytest.fixture(scope="session")
 def wiki_pages() -> list[Page]:
-    """The replay server's corpus (pydoc text of a few stdlib modules), rendered once."""
-    return build_pages()
+    """The replay server's corpus (pydoc text of a few stdlib modules), rendered once and cut short:
+    the API tests need real text, not much of it (the offline engine's work grows with it)."""
+    return [Page(p.pageid, p.title, p.text[:PAGE_CHARS], p.words) for p in build_pages()]
 
 
 @pytest.fixture
