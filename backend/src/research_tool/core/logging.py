@@ -11,6 +11,22 @@ import structlog
 LogFormat = Literal["json", "console"]
 
 
+class _CurrentStderr:
+    """Writes to whatever sys.stderr is at write time (tests and the CLI swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def _current_stderr_logger(*_args: object) -> structlog.PrintLogger:
+    """A logger on the stderr of the moment: a stream bound at configure time may since have been
+    replaced and closed (pytest's capture, a CLI run inside a test), and writing to it would raise."""
+    return structlog.PrintLogger(file=sys.stderr)
+
+
 def configure_logging(fmt: LogFormat = "console", level: str = "INFO") -> None:
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
@@ -23,7 +39,7 @@ def configure_logging(fmt: LogFormat = "console", level: str = "INFO") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
 

@@ -19,7 +19,7 @@ SEARCH_PROVIDERS: tuple[str, ...] = tuple(p for p in PROVIDER_NAMES if p != "cra
 class ResearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    query: str = Field(max_length=MAX_QUERY_CHARS)
     tier: TierName | None = None  # None: the engine picks (offline: standard)
     domain: DomainName | None = None  # None: detected by clarify
     privacy_mode: PrivacyMode = "cloud_allowed"
