@@ -21,12 +21,6 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
-def _current_stderr_logger(*_args: object) -> structlog.PrintLogger:
-    """A logger on the stderr of the moment: a stream bound at configure time may since have been
-    replaced and closed (pytest's capture, a CLI run inside a test), and writing to it would raise."""
-    return structlog.PrintLogger(file=sys.stderr)
-
-
 def configure_logging(fmt: LogFormat = "console", level: str = "INFO") -> None:
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
