@@ -18,7 +18,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from research_tool.agent.context import ResearchContext
 from research_tool.agent.decisions.provider_choice import corpus_dirs_for, validate_request
 from research_tool.agent.engines.base import ReasoningEngine
-from research_tool.agent.engines.factory import create_engine
+from research_tool.agent.engines.factory import check_engine_settings, create_engine
 from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
 from research_tool.services.event_log import EventLog
@@ -47,7 +47,7 @@ class ResearchServices:
     def validate(self, request: ResearchRequest) -> None:
         """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine)."""
         validate_request(request, self.settings, self.client)
-        create_engine(self.settings, privacy_mode=request.privacy_mode)
+        check_engine_settings(self.settings, privacy_mode=request.privacy_mode)
 
 
 @asynccontextmanager
@@ -78,7 +78,7 @@ async def open_research_services(settings: Settings) -> AsyncIterator[ResearchSe
                 )
 
             def make_engine(request: ResearchRequest) -> ReasoningEngine:
-                return create_engine(settings, privacy_mode=request.privacy_mode)
+                return create_engine(settings, privacy_mode=request.privacy_mode, http_client=client)
 
             runner = SessionRunner(
                 store=store,

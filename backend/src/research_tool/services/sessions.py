@@ -206,6 +206,7 @@ class SessionRunner:
         )
         engine = self._engine_factory(record.request)
         try:
+            await engine.check()
             ctx = self._context_factory(record, engine, live.stop)
             await self._stream(session_id, graph_input, config, ctx, live)
         except asyncio.CancelledError:

@@ -17,6 +17,7 @@ from research_tool.agent.decisions.saturation import (
 )
 from research_tool.agent.engines.base import ReflectionContext
 from research_tool.agent.limits import SessionLimits, resolve_limits
+from research_tool.agent.nodes.model_context import compact_for_model
 from research_tool.agent.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
 from research_tool.agent.nodes.plan import fresh_queries
 from research_tool.agent.nodes.process import to_source
@@ -75,6 +76,10 @@ async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext])
     iteration = int(state["iteration"])
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
     facts = [Fact.model_validate(f) for f in current_facts(state.get("facts")).values()]
+    shown = await compact_for_model(
+        ctx, state, limits, list((state.get("sources") or {}).values()), phase="evaluate",
+        keep_recent=max(1, limits.max_sources // 2), before_synthesis=False,
+    )
     reflection = await ctx.engine.reflect(
         ReflectionContext(
             query=state["refined_query"],
@@ -83,7 +88,7 @@ async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext])
             max_queries=limits.max_queries,
             facts=facts,
             entities=[Entity.model_validate(e) for e in (state.get("entities") or {}).values()],
-            sources=[to_source(s) for s in (state.get("sources") or {}).values()],
+            sources=[to_source(s) for s in shown],
             queries_run=[q["query"] for q in (state.get("queries_run") or {}).values()],
             failed_queries=_failed_queries(state),
             trail=state.get("trail") or {},

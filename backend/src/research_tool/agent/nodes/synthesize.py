@@ -11,6 +11,7 @@ from research_tool.agent.context import ResearchContext
 from research_tool.agent.decisions.citations import check_citations
 from research_tool.agent.engines.base import NumberedSource, SynthesisInput
 from research_tool.agent.limits import resolve_limits
+from research_tool.agent.nodes.model_context import compact_for_model, drop_unsupported_claims
 from research_tool.agent.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
 from research_tool.agent.nodes.process import to_source
 from research_tool.agent.report_assembly import assemble_report, build_citations, renumber
@@ -39,7 +40,12 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
     all_sources = state.get("sources") or {}
     facts = {fid: Fact.model_validate(f) for fid, f in current_facts(state.get("facts")).items()}
     chosen = select_sources(list(facts.values()), limits.max_sources)
-    numbered = [NumberedSource(n=i, source=to_source(all_sources[url])) for i, url in enumerate(chosen, start=1)]
+    shown = await compact_for_model(
+        ctx, state, limits, [all_sources[url] for url in chosen], phase="synthesize",
+        keep_recent=limits.max_sources, before_synthesis=True,
+    )
+    numbered = [NumberedSource(n=i, source=to_source(s)) for i, s in enumerate(shown, start=1)]
+    full_text = [NumberedSource(n=i, source=to_source(all_sources[s["url"]])) for i, s in enumerate(shown, start=1)]
     usable = sorted(
         (f for f in facts.values() if set(f.source_urls) & set(chosen)), key=fact_rank, reverse=True
     )
@@ -52,11 +58,13 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             stop_reason=state.get("stop_reason"),
         )
     )
-    checked = check_citations(step.value, numbered)
-    draft, order = renumber(checked.draft)
-    citations = build_citations(order, numbered, all_sources)
-    removed = checked.removed_unresolvable + checked.removed_unsupported
-    tokens = {**(state.get("tokens") or {}), "synthesize:0": step.tokens}
+    checked = check_citations(step.value, full_text)
+    semantic_draft, semantic_removed, semantic_tokens = await drop_unsupported_claims(ctx, checked.draft, full_text)
+    draft, order = renumber(semantic_draft)
+    citations = build_citations(order, full_text, all_sources)
+    removed = checked.removed_unresolvable + checked.removed_unsupported + semantic_removed
+    step_tokens = {"synthesize:0": step.tokens, "citation_support:0": semantic_tokens}
+    tokens = {**(state.get("tokens") or {}), **step_tokens}
     calls = state.get("provider_calls") or {}
     metadata = {
         "engine": ctx.engine.name,
@@ -83,7 +91,8 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
         await ctx.events.emit(
             "citations_checked", "synthesize",
             f"Removed {removed} citation(s) that did not resolve or were not supported by the cited text.",
-            {"removed_unresolvable": checked.removed_unresolvable, "removed_unsupported": checked.removed_unsupported},
+            {"removed_unresolvable": checked.removed_unresolvable, "removed_unsupported": checked.removed_unsupported,
+             "removed_by_semantic_check": semantic_removed},
         )
     if ctx.memory is not None:
         per_provider: dict[str, int] = {}
@@ -93,6 +102,6 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             await ctx.memory.record_citations(report.domain, provider, count)
     return {
         "final_report": report.model_dump(mode="json"),
-        "tokens": {"synthesize:0": step.tokens},
+        "tokens": step_tokens,
         "error_log": record_errors("synthesize:0", step.errors),
     }
