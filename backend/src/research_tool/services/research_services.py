@@ -7,7 +7,7 @@ one search gateway (so rate limits and circuit breakers are shared by all its se
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -51,7 +51,10 @@ class ResearchServices:
 
 
 @asynccontextmanager
-async def open_research_services(settings: Settings) -> AsyncIterator[ResearchServices]:
+async def open_research_services(
+    settings: Settings, *, engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None = None
+) -> AsyncIterator[ResearchServices]:
+    """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests)."""
     client = create_http_client()
     conn = await open_database(settings.db_path("sessions.db"))
     try:
@@ -85,7 +88,7 @@ async def open_research_services(settings: Settings) -> AsyncIterator[ResearchSe
                 events=events,
                 checkpointer=checkpointer,
                 context_factory=make_context,
-                engine_factory=make_engine,
+                engine_factory=engine_factory or make_engine,
                 max_concurrent=settings.max_concurrent_sessions,
                 clarify_timeout_s=settings.clarify_timeout_s,
             )
