@@ -14,7 +14,7 @@ import pytest_asyncio
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError
 
-from support.wiki_server import build_pages, running_wiki
+from tests.support.wiki_server import build_pages, running_wiki
 
 from .conftest import QUESTION, LiveApi, offline_settings, serve
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.wiki_server import WikiReplay
+from tests.support.wiki_server import WikiReplay
 
 from .conftest import LiveApi, offline_settings, serve
 

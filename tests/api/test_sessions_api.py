@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.wiki_server import WikiReplay
+from tests.support.wiki_server import WikiReplay
 
 from .conftest import QUESTION, LiveApi, SlowWiki, offline_settings, serve, sse_events
 
