@@ -77,12 +77,14 @@ class SupportIndex:
 
 
 def _passages(title: str, text: str) -> list[_Passage]:
+    """Title, sentences and adjacent pairs; the title's words count in every passage (its implicit subject)."""
     sentences = [clean_statement(s.text) for s in split_sentences(text)]
-    out = [_Passage(frozenset(content_stems(title)), frozenset(_numbers(title)))] if title else []
+    title_stems = frozenset(content_stems(title))
+    out = [_Passage(title_stems, frozenset(_numbers(title)))] if title else []
     for index, sentence in enumerate(sentences):
         window = sentence if index == 0 else f"{sentences[index - 1]} {sentence}"
         for piece in {sentence, window}:
-            out.append(_Passage(frozenset(content_stems(piece)), frozenset(_numbers(piece))))
+            out.append(_Passage(frozenset(content_stems(piece)) | title_stems, frozenset(_numbers(piece))))
     return out
 
 

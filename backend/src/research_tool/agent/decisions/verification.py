@@ -55,7 +55,7 @@ MAX_AGREEMENT_SCORE = 0.85
 
 _SECOND_LEVEL = frozenset("co com org net gov ac edu ne or go mil".split())
 _NUMBER_RE = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_YEAR_RE = re.compile(r"1[0-9]\d\d|20\d\d")
+_YEAR_RE = re.compile(r"1[5-9]\d\d|20\d\d")  # written without a thousands comma
 
 
 def source_credibility(source: SourceResult | None) -> float:
@@ -157,7 +157,9 @@ def _merge_duplicates(facts: list[Fact]) -> list[_Group]:
                 (
                     index
                     for index in sorted(shared)
-                    if shared[index] >= needed and similarity(groups[index].stems, stems) >= DUPLICATE_SIMILARITY
+                    if shared[index] >= needed
+                    and similarity(groups[index].stems, stems) >= DUPLICATE_SIMILARITY
+                    and _same_claim(groups[index].representative.statement, fact.statement)
                 ),
                 None,
             )
@@ -171,6 +173,11 @@ def _merge_duplicates(facts: list[Fact]) -> list[_Group]:
             by_key.setdefault(key, match)
     first_seen = {f.id: i for i, f in enumerate(facts)}
     return sorted(groups, key=lambda g: min(first_seen[m.id] for m in g.members))
+
+
+def _same_claim(a: str, b: str) -> bool:
+    """Near-identical wording is one claim only if numbers and negation agree too."""
+    return _numbers(a) == _numbers(b) and has_negation(a) == has_negation(b)
 
 
 def _union_evidence(evidence_lists: Iterable[list[Evidence]]) -> list[Evidence]:
@@ -242,7 +249,8 @@ def _confidence(
 
 
 def _numbers(statement: str) -> set[str]:
-    return {n.replace(",", "") for n in _NUMBER_RE.findall(statement)}
+    """Numbers as written, minus thousands commas; "1,200" becomes "1,200"->"1200*" so it is never a year."""
+    return {n.replace(",", "") + ("*" if "," in n else "") for n in _NUMBER_RE.findall(statement)}
 
 
 def _subject_key(fact: Fact) -> str:

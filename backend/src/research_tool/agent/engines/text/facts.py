@@ -36,6 +36,7 @@ _PRONOUN_START_RE = re.compile(
     r"series|city|town|village|show|game|module|function|class|method|group|team|club|building))\b",
     re.IGNORECASE,
 )
+_PRONOUN_AFTER_CLAUSE_RE = re.compile(r"^[^.;]{0,40}?,\s*(?:he|she|it|they)\b", re.IGNORECASE)
 _HEDGES = frozenset("may might could possibly perhaps reportedly allegedly rumored rumoured likely unclear".split())
 
 
@@ -91,6 +92,11 @@ def is_declarative(text: str) -> bool:
         return False
     if statement.endswith("?") or statement.endswith(":") or _BOILERPLATE_RE.search(statement):
         return False
+    if re.match(r"^[\w.]+\(.*\)$", statement) or statement.count("=") >= 2:
+        return False  # a code signature or an assignment, not prose
+    symbols = sum(c in "(){}[]=*<>|\\/_`" for c in statement)
+    if symbols > 0.08 * len(statement):
+        return False
     letters = sum(c.isalpha() for c in statement)
     if letters < 0.6 * len(statement.replace(" ", "")):
         return False
@@ -120,7 +126,7 @@ def extraction_quality(statement: str) -> float:
 def fact_subject(statement: str, title: str) -> str:
     """What the sentence is about: the document's subject for "She ..."/"It ...", else its first name."""
     document_subject = clean_title(title)
-    if _PRONOUN_START_RE.match(statement):
+    if _PRONOUN_START_RE.match(statement) or _PRONOUN_AFTER_CLAUSE_RE.match(statement):
         return document_subject
     head = statement[: max(40, len(statement) // 2)]
     for mention in find_mentions(head):

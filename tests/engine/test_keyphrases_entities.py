@@ -1,0 +1,67 @@
+from research_tool.agent.engines.text.entities import (
+    classify_by_definition,
+    clean_title,
+    extract_entities,
+    find_mentions,
+)
+from research_tool.agent.engines.text.keyphrases import build_query, keyphrases, query_signature
+from research_tool.agent.engines.text.tokens import stem
+from tests.engine.corpus_texts import KISS_AND_TELL, SHIRLEY_TEMPLE
+
+QUESTION = "Which government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+
+
+def test_stemming_conflates_inflections() -> None:
+    assert stem("portrayed") == stem("portrays") == stem("portraying")
+    assert stem("positions") == stem("position")
+    assert stem("studies") == stem("study")
+    assert stem("subprocess.run") == "subprocess.run" and stem("3.11") == "3.11"
+
+
+def test_query_from_question_keeps_names_and_drops_question_words() -> None:
+    query = build_query(QUESTION)
+    assert query.startswith("government position")
+    assert "Corliss Archer" in query and "Kiss" in query and "Tell" in query
+    assert "Which" not in query and " the " not in f" {query} "
+
+
+def test_query_signature_ignores_order_case_and_inflection() -> None:
+    assert query_signature("Shirley Temple government positions") == query_signature("government position shirley temple")
+    assert query_signature("Shirley Temple government") != query_signature("Shirley Temple ambassador")
+
+
+def test_keyphrases_keep_names_whole() -> None:
+    phrases = {k.phrase for k in keyphrases(QUESTION)}
+    assert "Corliss Archer" in phrases and "Kiss and Tell" in phrases
+    assert "government position" in phrases
+
+
+def test_mentions_have_types() -> None:
+    found = {(m.text, m.entity_type) for m in find_mentions(KISS_AND_TELL + " " + SHIRLEY_TEMPLE)}
+    assert ("Shirley Temple", "person") in found
+    assert ("April 23, 1928", "date") in found
+    assert ("Kiss and Tell", "other") in found
+    assert ("Corliss Archer", "other") in found
+    text = "Call subprocess.run() with check=True or use check_output() to capture 5 MB of output for $3.5 million."
+    code = {(m.text, m.entity_type) for m in find_mentions(text)}
+    assert ("subprocess.run", "concept") in code and ("check_output()", "concept") in code
+    assert ("5 MB", "number") in code and ("$3.5 million", "number") in code
+
+
+def test_conjoined_names_split_but_titles_with_and_stay_whole() -> None:
+    names = [m.text for m in find_mentions("Are Christopher Nolan and Sathish Kalathil both directors of Kiss and Tell?")]
+    assert names == ["Christopher Nolan", "Sathish Kalathil", "Kiss and Tell"]
+
+
+def test_definition_sentence_types_the_document_subject() -> None:
+    assert classify_by_definition("Shirley Temple", SHIRLEY_TEMPLE) == "person"
+    assert classify_by_definition("Kiss and Tell", KISS_AND_TELL) == "work"
+    assert classify_by_definition("Leland", "Leland is a town in Brunswick County, North Carolina.") == "place"
+    assert clean_title("Kiss and Tell (1945 film)") == "Kiss and Tell"
+
+
+def test_extract_entities_merges_by_key() -> None:
+    entities = extract_entities("Shirley Temple met Shirley Temple's fans in Ghana.", "file:///x", 1)
+    keys = [e.key for e in entities]
+    assert keys.count("shirley temple") == 1
+    assert all(e.sources == ["file:///x"] and e.iteration == 1 for e in entities)
