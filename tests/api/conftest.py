@@ -30,6 +30,7 @@ CLOSED_PORT_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, con
 KEY_ENV = ("TAVILY_API_KEY", "EXA_API_KEY", "BRAVE_API_KEY", "SEMANTIC_SCHOLAR_API_KEY", "NCBI_API_KEY",
            "UNPAYWALL_EMAIL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RESEARCH_API_TOKEN", "RESEARCH_LLM")
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
+OK_BODY = {"query": QUESTION, "providers": ["wikipedia"], "fetch": False, "tier": "simple"}
 WAIT_S = 30.0
 PAGE_CHARS = 3000
 SlowWiki = Callable[[float], AbstractContextManager[tuple[str, WikiReplay]]]
@@ -92,7 +93,7 @@ class LiveApi:
         return services
 
     async def start(self, **body: Any) -> str:
-        payload = {"query": QUESTION, "providers": ["wikipedia"], "fetch": False, "tier": "simple", **body}
+        payload = {**OK_BODY, **body}
         response = await self.client.post("/api/research/start", json=payload)
         assert response.status_code == 202, response.text
         return str(response.json()["session_id"])

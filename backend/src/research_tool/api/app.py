@@ -54,6 +54,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         summary="Self-hosted deep research: cited reports from sessions that survive a restart.",
         lifespan=lifespan,
+        openapi_url=None,  # served by a route behind the token instead (routes/research.py)
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = metrics

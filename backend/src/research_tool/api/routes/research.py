@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Path as PathParam, Query, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
 
 from research_tool.api.auth import require_token
@@ -246,3 +247,14 @@ async def metrics(request: Request) -> Response:
     app_metrics: ApiMetrics = request.app.state.metrics
     await app_metrics.refresh(services_of(request))
     return Response(app_metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
+
+@protected.get("/openapi.json", include_in_schema=False)
+async def openapi_schema(request: Request) -> JSONResponse:
+    """The OpenAPI schema (behind the token like every route but /healthz)."""
+    return JSONResponse(request.app.openapi())
+
+
+@protected.get("/docs", include_in_schema=False)
+async def api_docs() -> HTMLResponse:
+    return get_swagger_ui_html(openapi_url="/openapi.json", title="Research Tool API")
