@@ -144,6 +144,9 @@ def trail_candidates(
                 continue
             bonus = 1.5 if mention.entity_type in wanted_types else 1.0
             bonus *= 1.2 if len(mention.text.split()) >= 2 else 1.0
+            # a parenthesis right after the name that matches the question ("Maximum Overdrive" (1986))
+            attached = stem_set(fact.statement[mention.end : mention.end + 12]) & question_stems
+            bonus *= 1.0 + 0.25 * len(attached)
             score = fact.relevance * bonus * _specificity(key, texts)
             old = scores.get(key)
             if old is None:
