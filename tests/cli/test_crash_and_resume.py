@@ -51,10 +51,13 @@ def events(data_dir: Path, session_id: str) -> list[tuple[int, str, str | None, 
     db = data_dir / "sessions.db"
     if not db.exists():
         return []
-    with sqlite3.connect(db, timeout=5) as conn:
-        rows = conn.execute(
-            "SELECT seq, type, phase, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-        ).fetchall()
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            rows = conn.execute(
+                "SELECT seq, type, phase, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+    except sqlite3.OperationalError:  # the process has not created its schema yet
+        return []
     return [(seq, type_, phase, json.loads(data)) for seq, type_, phase, data in rows]
 
 
