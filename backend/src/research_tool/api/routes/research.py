@@ -49,7 +49,7 @@ REPORT_MEDIA_TYPES: dict[str, str] = {
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    return {code: {"model": ErrorResponse} for code in (401, 413, 422, *codes)}
+    return {code: {"model": ErrorResponse} for code in (400, 401, 413, 422, *codes)}
 
 
 SessionId = Annotated[str, PathParam(min_length=1, max_length=MAX_SESSION_ID_CHARS, description="session id")]
@@ -73,7 +73,10 @@ def check_corpus_dirs(request: ResearchRequest, settings: Settings) -> None:
         return
     allowed = [p.expanduser().resolve() for p in settings.corpus_paths()]
     for folder in request.corpus_dirs:
-        path = Path(folder).expanduser().resolve()
+        try:
+            path = Path(folder).expanduser().resolve()
+        except (OSError, RuntimeError, ValueError):  # a NUL byte, a symlink loop, an unknown ~user
+            raise BadInputError(f"corpus folder {folder!r} is not a usable path") from None
         if not any(path == root or path.is_relative_to(root) for root in allowed):
             raise BadInputError(
                 f"corpus folder {folder} is not inside the server's RESEARCH_CORPUS_DIRS; "
