@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from research_tool.agent.context import ResearchContext
 from research_tool.agent.decisions.citations import check_citations
+from research_tool.agent.decisions.source_ranking import rank_sources
 from research_tool.agent.engines.base import NumberedSource, SynthesisInput
 from research_tool.agent.limits import resolve_limits
 from research_tool.agent.nodes.model_context import compact_for_model, drop_unsupported_claims
@@ -23,23 +24,16 @@ def fact_rank(fact: Fact) -> tuple[float, ...]:
     return (1.0 if fact.verified else 0.0, fact.relevance, fact.confidence, len(fact.evidence))
 
 
-def select_sources(facts: list[Fact], limit: int) -> list[str]:
-    """The sources worth citing: those whose facts are the most relevant (verified facts count double)."""
-    score: dict[str, float] = {}
-    for fact in facts:
-        weight = (2.0 if fact.verified else 1.0) * (0.1 + fact.relevance) * (0.5 + fact.confidence)
-        for url in fact.source_urls:
-            score[url] = score.get(url, 0.0) + weight
-    return sorted(score, key=lambda u: (-score[u], u))[:limit]
-
-
 @phase("synthesize")
 async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
     ctx = runtime.context
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
     all_sources = state.get("sources") or {}
     facts = {fid: Fact.model_validate(f) for fid, f in current_facts(state.get("facts")).items()}
-    chosen = select_sources(list(facts.values()), limits.max_sources)
+    chosen = rank_sources(
+        state["refined_query"], (state.get("provider_calls") or {}).values(), facts.values(), limits.max_sources,
+        all_sources,
+    )
     shown = await compact_for_model(
         ctx, state, limits, [all_sources[url] for url in chosen], phase="synthesize",
         keep_recent=limits.max_sources, before_synthesis=True,
