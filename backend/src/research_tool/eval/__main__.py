@@ -1,17 +1,28 @@
-"""`python -m research_tool.eval` (`make eval`): every evaluation whose data is present."""
+"""`python -m research_tool.eval` (`make eval`): every evaluation whose data is present.
+
+Reads ../shared/eval (or EVAL_DATA_DIR): SciFact retrieval (nDCG@10), then multi-hop evidence on
+HotpotQA and MuSiQue (simple and standard tiers) with citation precision, time and provider calls.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
-from research_tool.eval import scifact
+from research_tool.eval import multihop, scifact
 
 
 def main() -> int:
-    if not (scifact.DEFAULT_DATA_DIR / "corpus.jsonl").exists():
-        print(f"skipped SciFact: no data in {scifact.DEFAULT_DATA_DIR}", file=sys.stderr)
-        return 0
-    return scifact.main([])
+    eval_dir = Path(os.environ.get("EVAL_DATA_DIR", str(multihop.DEFAULT_EVAL_DIR)))
+    status = 0
+    scifact_dir = eval_dir / "scifact"
+    if (scifact_dir / "corpus.jsonl").exists():
+        status |= scifact.main([str(scifact_dir)])
+    else:
+        print(f"skipped SciFact: no data in {scifact_dir}", file=sys.stderr)
+    status |= multihop.main(["--eval-dir", str(eval_dir)])
+    return status
 
 
 if __name__ == "__main__":
