@@ -40,7 +40,7 @@ async def test_breaker_opens_after_five_consecutive_500s_then_half_opens(
     second = await gateway.search(provider, "b", 5, deadline=deadline)
     assert second.failure is not None and second.failure.error_type == "circuit_open"
     assert len(replay.requests_for(PATH)) == 5
-    assert gateway.breaker(provider.name).state is CircuitState.OPEN
+    assert gateway.breaker(provider).state is CircuitState.OPEN
 
     third = await gateway.search(provider, "c", 5, deadline=deadline)  # refused without a request
     assert third.failure is not None and third.failure.error_type == "circuit_open" and third.failure.provider == "semantic_scholar"
@@ -48,10 +48,10 @@ async def test_breaker_opens_after_five_consecutive_500s_then_half_opens(
 
     replay.route(PATH, _ok())
     time.sleep(0.55)
-    assert gateway.breaker(provider.name).state is CircuitState.HALF_OPEN
+    assert gateway.breaker(provider).state is CircuitState.HALF_OPEN
     probe = await gateway.search(provider, "d", 5, deadline=deadline)
     assert probe.ok and len(probe.results) == 5
-    assert gateway.breaker(provider.name).state is CircuitState.CLOSED
+    assert gateway.breaker(provider).state is CircuitState.CLOSED
     assert len(replay.requests_for(PATH)) == 6
 
 
@@ -66,11 +66,11 @@ async def test_failed_half_open_probe_reopens(
     deadline = time.monotonic() + 30
     for _ in range(5):
         await gateway.search(provider, "q", 5, deadline=deadline)
-    assert gateway.breaker(provider.name).state is CircuitState.OPEN
+    assert gateway.breaker(provider).state is CircuitState.OPEN
     time.sleep(0.35)
     probe = await gateway.search(provider, "q", 5, deadline=deadline)
     assert probe.failure is not None and probe.failure.error_type == "server_error"
-    assert gateway.breaker(provider.name).state is CircuitState.OPEN
+    assert gateway.breaker(provider).state is CircuitState.OPEN
     assert len(replay.requests_for(PATH)) == 6
 
 
@@ -145,3 +145,14 @@ async def test_unparseable_payload_is_a_recorded_failure_not_a_crash(
     await gateway.search(provider, "turing", 5, deadline=time.monotonic() + 5, domain="academic")
     stats = {s.provider: s for s in await memory.provider_stats("academic")}
     assert (stats["semantic_scholar"].calls, stats["semantic_scholar"].results, stats["semantic_scholar"].failures) == (1, 5, 1)
+
+
+def test_breakers_and_limiters_are_shared_by_every_gateway_in_the_process(make_settings: Callable[..., Settings]) -> None:
+    from research_tool.services.search.rate_limiter import provider_limiter
+
+    settings = make_settings()
+    one, other = SemanticScholarProvider(settings, httpx.AsyncClient()), SemanticScholarProvider(settings, httpx.AsyncClient())
+    assert SearchGateway().breaker(one) is SearchGateway().breaker(other)
+    assert provider_limiter(one) is provider_limiter(other)
+    elsewhere = SemanticScholarProvider(make_settings(semantic_scholar_base_url="http://127.0.0.1:9"), httpx.AsyncClient())
+    assert provider_limiter(elsewhere) is not provider_limiter(one)  # another endpoint, another budget

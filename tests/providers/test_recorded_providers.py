@@ -14,7 +14,7 @@ from research_tool.services.search.arxiv import ArxivProvider
 from research_tool.services.search.brave import BraveProvider
 from research_tool.services.search.exa import ExaProvider
 from research_tool.services.search.pubmed import PubMedProvider
-from research_tool.services.search.rate_limiter import get_rate_limiter
+from research_tool.services.search.rate_limiter import provider_limiter
 from research_tool.services.search.registry import create_provider
 from research_tool.services.search.semantic_scholar import SemanticScholarProvider
 from research_tool.services.search.tavily import TavilyProvider
@@ -122,7 +122,7 @@ async def test_brave_rate_limit_reads_x_ratelimit_reset(replay: ReplayServer, ma
     with pytest.raises(RateLimitError) as caught:
         await provider.search("q")
     assert caught.value.retry_after == 1.0
-    limiter = get_rate_limiter("brave", provider.requests_per_second)
+    limiter = provider_limiter(provider)
     assert limiter.paused_until > time.monotonic() + 0.5
 
 
@@ -263,7 +263,7 @@ async def test_pubmed_200_with_rate_limit_body_is_a_rate_limit(replay: ReplaySer
     provider = PubMedProvider(make_settings(), client)
     with pytest.raises(RateLimitError):
         await provider.search("x")
-    assert get_rate_limiter("pubmed", provider.requests_per_second).paused_until > time.monotonic()
+    assert provider_limiter(provider).paused_until > time.monotonic()
 
 
 def test_pubmed_key_raises_the_default_rate(tmp_path) -> None:  # noqa: ANN001

@@ -26,7 +26,7 @@ from research_tool.models.entities import SourceResult
 from research_tool.services.search.canonical import canonical_url
 from research_tool.services.search.provider import SearchProvider
 from research_tool.services.search.provider_http import rate_limited
-from research_tool.services.search.rate_limiter import get_rate_limiter
+from research_tool.services.search.rate_limiter import provider_limiter
 from research_tool.services.search.snippets import plain_text
 
 TIMEOUT_S = 15
@@ -97,7 +97,7 @@ class DuckDuckGoProvider(SearchProvider):
     ) -> list[SourceResult]:
         region = (filters or {}).get("region", "wt-wt")
         engine = self._get_engine()
-        await get_rate_limiter(self.name, self.requests_per_second).acquire()
+        await provider_limiter(self).acquire()
         try:
             items = await asyncio.to_thread(engine.search, query, region=region)
         except _StatusError as exc:

@@ -33,7 +33,7 @@ from research_tool.core.errors import (
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import AccessFailure, SourceResult
 from research_tool.services.search.provider import SearchProvider
-from research_tool.services.search.rate_limiter import get_rate_limiter
+from research_tool.services.search.rate_limiter import endpoint_key, provider_limiter
 from research_tool.utils.circuit_breaker import CIRCUIT_BREAKERS, CircuitBreaker, CircuitBreakerRegistry
 from research_tool.utils.retry import RetryPolicy, deadline_retrying
 
@@ -93,8 +93,9 @@ class SearchGateway:
         self.retry_policy = retry_policy or RetryPolicy()
         self.memory = memory
 
-    def breaker(self, provider_name: str) -> CircuitBreaker:
-        return self.breakers.get(provider_name)
+    def breaker(self, provider: SearchProvider) -> CircuitBreaker:
+        """The process-wide breaker of `provider`'s endpoint (name and base URL)."""
+        return self.breakers.get(endpoint_key(provider.name, provider.base_url))
 
     async def search(
         self,
@@ -116,7 +117,7 @@ class SearchGateway:
                 raise ProviderUnavailableError(provider.name, reason)
             if started >= deadline:
                 raise ProviderTimeoutError(provider.name, "session deadline already passed")
-            breaker = self.breaker(provider.name)
+            breaker = self.breaker(provider)
             async for attempt in deadline_retrying(deadline, self.retry_policy):
                 with attempt:
                     attempts += 1
@@ -153,7 +154,7 @@ class SearchGateway:
             raise CircuitOpenError(
                 provider.name, f"circuit open after repeated failures; retry in {breaker.retry_in():.0f} s"
             )
-        paused_until = get_rate_limiter(provider.name, provider.requests_per_second).paused_until
+        paused_until = provider_limiter(provider).paused_until
         if paused_until >= deadline:
             raise RateLimitError(
                 provider.name,

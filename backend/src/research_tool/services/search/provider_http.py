@@ -20,7 +20,7 @@ from research_tool.core.errors import (
     RateLimitError,
 )
 from research_tool.services.search.provider import SearchProvider
-from research_tool.services.search.rate_limiter import get_rate_limiter
+from research_tool.services.search.rate_limiter import provider_limiter
 
 # Statuses that mean "you may not have this": auth, payment, Tavily's plan limits (432, 433).
 ACCESS_DENIED_STATUSES = frozenset({401, 402, 403, 432, 433})
@@ -60,7 +60,7 @@ def rate_limited(
 ) -> RateLimitError:
     """Pause the provider's limiter for everyone and return the error to raise."""
     pause = retry_after if retry_after is not None else max(DEFAULT_RATE_LIMIT_PAUSE_S, 2.0 / provider.requests_per_second)
-    get_rate_limiter(provider.name, provider.requests_per_second).pause(pause, reason="server_rate_limit")
+    provider_limiter(provider).pause(pause, reason="server_rate_limit")
     return RateLimitError(provider.name, message, retry_after=retry_after, url=url)
 
 
@@ -108,7 +108,7 @@ async def send(
     check: bool = True,
 ) -> httpx.Response:
     """One request under the provider's rate limit. Base URLs are operator-set, so redirects are followed."""
-    await get_rate_limiter(provider.name, provider.requests_per_second).acquire()
+    await provider_limiter(provider).acquire()
     try:
         response = await provider.client.request(
             method, url, params=params, json=json_body, headers=headers, follow_redirects=True

@@ -16,7 +16,12 @@ import asyncio
 import threading
 import time
 
+from typing import TYPE_CHECKING
+
 from research_tool.core.logging import get_logger
+
+if TYPE_CHECKING:
+    from research_tool.services.search.provider import SearchProvider
 
 log = get_logger(__name__)
 
@@ -108,3 +113,14 @@ RATE_LIMITERS = RateLimiterRegistry()
 
 def get_rate_limiter(key: str, rate: float) -> RateLimiter:
     return RATE_LIMITERS.get(key, rate)
+
+
+def endpoint_key(name: str, base_url: str) -> str:
+    """Limiters and breakers belong to a provider *endpoint*: the same provider behind another base URL
+    (a self-hosted proxy, a test server) is another service with its own budget and health."""
+    return f"{name}@{base_url}"
+
+
+def provider_limiter(provider: SearchProvider) -> RateLimiter:
+    """The process-wide limiter of `provider`'s endpoint, at its configured rate."""
+    return get_rate_limiter(endpoint_key(provider.name, provider.base_url), provider.requests_per_second)
