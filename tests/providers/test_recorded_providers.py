@@ -21,7 +21,7 @@ from research_tool.services.search.tavily import TavilyProvider
 from research_tool.services.search.unpaywall import UnpaywallProvider
 from research_tool.services.search.wikipedia import WikipediaProvider
 
-from .recordings import arxiv_recording, raw_bytes, raw_json, rvcr_interactions, vcr_interactions
+from .recordings import arxiv_recording, raw_bytes, rvcr_interactions, vcr_interactions
 from .replay import Reply, ReplayServer
 
 MakeSettings = Callable[..., Settings]

@@ -17,7 +17,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from research_tool.core.errors import ProviderError, ProviderTimeoutError, ProviderUnavailableError
+from research_tool.core.errors import (
+    ProviderError,
+    ProviderResponseError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+)
 from research_tool.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -136,7 +141,7 @@ class BrowserRenderer:
                     raise main_error[0] from exc
                 if "Timeout" in type(exc).__name__:
                     raise ProviderTimeoutError("crawler", "browser navigation timed out", url=url) from exc
-                raise ProviderUnavailableError("crawler", f"browser failed: {exc.message}", url=url) from exc
+                raise ProviderResponseError("crawler", f"browser navigation failed: {exc.message}", url=url) from exc
             if main_error:
                 raise main_error[0]
             return page.url, await page.content()

@@ -27,7 +27,6 @@ import trafilatura
 from research_tool.core.errors import (
     AccessDeniedError,
     FetchRefusedError,
-    ProviderError,
     ProviderResponseError,
     ProviderServerError,
     ProviderTimeoutError,
