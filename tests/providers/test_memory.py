@@ -14,8 +14,8 @@ def _failure(provider: str, error_type: str = "server_error", url: str | None = 
 
 
 async def test_ranking_prefers_reliable_cited_providers_and_tries_new_ones(tmp_path: Path) -> None:
-    memory = MemoryStore.from_settings(Settings(data_dir=tmp_path))
-    assert memory.path == tmp_path / "memory.db"
+    memory = MemoryStore(Settings(data_dir=tmp_path))
+    assert memory.path == tmp_path / "memory.db" == MemoryStore.from_settings(Settings(data_dir=tmp_path)).path
     for _ in range(4):
         await memory.record_results("academic", "arxiv", 10)
         await memory.record_results("academic", "pubmed", 10)

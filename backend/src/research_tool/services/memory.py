@@ -80,8 +80,9 @@ def _score(stats: ProviderStats | None, domain_ratio: float) -> float:
 class MemoryStore:
     """Async SQLite store; one short connection per operation, so any task or process may use it."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, target: Settings | Path) -> None:
+        """`MemoryStore(settings)` uses `settings.db_path("memory.db")`; a Path names the file directly."""
+        self.path = target.db_path("memory.db") if isinstance(target, Settings) else Path(target)
         self._ready = False
 
     @classmethod
