@@ -14,7 +14,7 @@ import pytest_asyncio
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError
 
-from tests.support.wiki_server import build_pages, running_wiki
+from research_tool.bench.wiki_replay import build_pages, running_wiki
 
 from .conftest import QUESTION, LiveApi, offline_settings, serve
 
@@ -182,8 +182,9 @@ async def test_websocket_to_an_unknown_session_closes_with_4404(sessions: Sessio
 
 
 @IN_MODULE_LOOP
-async def test_websocket_with_a_bad_after_closes_with_4400(sessions: Sessions) -> None:
-    async with connect(f"{sessions.api.ws_url}/api/research/{sessions.done}/ws?after=minus-one") as ws:
+@pytest.mark.parametrize("after", ["minus-one", "-1", "%C2%B2", "1.5", "9" * 40])
+async def test_websocket_with_a_bad_after_closes_with_4400(sessions: Sessions, after: str) -> None:
+    async with connect(f"{sessions.api.ws_url}/api/research/{sessions.done}/ws?after={after}") as ws:
         with pytest.raises(ConnectionClosedError) as closed:
             await ws.recv()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400

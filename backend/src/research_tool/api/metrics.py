@@ -69,8 +69,8 @@ class ApiMetrics:
             self.search_failures.labels(outcome.provider, outcome.failure.error_type).inc()
 
     def observe_event(self, event: Event, iterations: int | None = None) -> None:
-        iteration = int(event.data.get("iteration", -1)) if isinstance(event.data.get("iteration"), int) else -1
-        key = (event.session_id, iteration)
+        iteration = event.data.get("iteration")
+        key = (event.session_id, iteration if isinstance(iteration, int) else -1)
         if event.type == "phase_started" and event.phase == LOOP_START_PHASE:
             self._loop_started[key] = time.monotonic()
         elif event.type == "phase_completed" and event.phase == LOOP_END_PHASE:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path as PathParam, Query, Request, Response
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -33,14 +34,13 @@ from research_tool.models.api import (
 )
 from research_tool.models.events import Event
 from research_tool.models.report import Report
-from research_tool.models.request import ResearchRequest
+from research_tool.models.request import ReportFormat, ResearchRequest
 from research_tool.services.research_services import ResearchServices
 
 log = get_logger(__name__)
 
 RUN_STOP_GRACE_S = 30.0  # /run: after its timeout the session is stopped and gets this long to write its report
 MAX_SESSION_ID_CHARS = 128
-ReportFormat = Literal["md", "json", "html", "bib"]
 REPORT_MEDIA_TYPES: dict[str, str] = {
     "md": "text/markdown; charset=utf-8",
     "html": "text/html; charset=utf-8",
@@ -176,14 +176,14 @@ async def session_event_stream(
 
 
 def _last_event_id(value: str | None) -> int:
-    return int(value) if value is not None and value.strip().isdigit() else 0
+    return int(value) if value is not None and value.strip().isdecimal() else 0
 
 
 def sse_frame(event: Event) -> str:
     return f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"
 
 
-async def _sse(services: ResearchServices, session_id: str, after: int) -> Any:
+async def _sse(services: ResearchServices, session_id: str, after: int) -> AsyncIterator[str]:
     yield ": connected\n\n"
     async for event in session_events(services, session_id, after):
         yield ": keepalive\n\n" if event is None else sse_frame(event)

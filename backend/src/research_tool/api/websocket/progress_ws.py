@@ -41,7 +41,7 @@ def parse_after(value: str | None) -> int | None:
     if value is None or value == "":
         return 0
     text = value.strip()
-    return int(text) if text.isdigit() and len(text) <= 18 else None
+    return int(text) if text.isdecimal() and len(text) <= 18 else None
 
 
 async def refuse_unauthorized(websocket: WebSocket) -> None:
