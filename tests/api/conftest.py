@@ -24,7 +24,7 @@ from research_tool.core.settings import PROVIDER_NAMES, Settings
 from research_tool.services.research_services import ResearchServices
 from research_tool.services.search.rate_limiter import RATE_LIMITERS
 from research_tool.utils.circuit_breaker import CIRCUIT_BREAKERS
-from tests.support.wiki_server import Page, WikiReplay, build_pages, running_wiki
+from research_tool.bench.wiki_replay import Page, WikiReplay, build_pages, running_wiki
 
 CLOSED_PORT_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused at once
 KEY_ENV = ("TAVILY_API_KEY", "EXA_API_KEY", "BRAVE_API_KEY", "SEMANTIC_SCHOLAR_API_KEY", "NCBI_API_KEY",

@@ -11,7 +11,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.support.wiki_server import WikiReplay
+from research_tool.bench.wiki_replay import WikiReplay
 
 from .conftest import OK_BODY, LiveApi, offline_settings, serve
 

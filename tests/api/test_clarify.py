@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.wiki_server import WikiReplay
+from research_tool.bench.wiki_replay import WikiReplay
 
 from .conftest import LiveApi, offline_settings, serve
 

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from research_tool.core.settings import PROVIDER_NAMES
-from tests.support.wiki_server import Page, running_wiki
+from research_tool.bench.wiki_replay import Page, running_wiki
 
 from .conftest import CLOSED_PORT_URL, KEY_ENV, OK_BODY, free_socket, sse_events
 

@@ -28,7 +28,7 @@ from schemathesis.generation.case import Case
 
 from research_tool.api.app import create_app
 from research_tool.core.settings import Settings
-from tests.support.wiki_server import Page, running_wiki
+from research_tool.bench.wiki_replay import Page, running_wiki
 
 from .conftest import free_socket, offline_settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.wiki_server import WikiReplay
+from research_tool.bench.wiki_replay import WikiReplay
 
 from .conftest import QUESTION, LiveApi, SlowWiki, offline_settings, serve, sse_events
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.wiki_server import WikiReplay, running_wiki
+from research_tool.bench.wiki_replay import WikiReplay, running_wiki
 
 pytestmark = pytest.mark.slow
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
