@@ -100,6 +100,7 @@ async def open_research_services(
                 yield services
             finally:
                 await runner.cancel_all()
+                await crawler.aclose()
     finally:
         await conn.close()
         await client.aclose()

@@ -15,14 +15,16 @@ from research_tool.agent.context import ResearchContext
 from research_tool.agent.decisions.provider_choice import corpus_dirs_for
 from research_tool.agent.limits import SessionLimits, resolve_limits
 from research_tool.agent.nodes.instrumentation import elapsed_total, phase
-from research_tool.core.errors import ProviderError
+from research_tool.agent.nodes.process import to_source
 from research_tool.models.entities import AccessFailure, normalize_key
 from research_tool.models.request import ResearchRequest
 from research_tool.models.state import ResearchState
 from research_tool.services.search.canonical import canonical_url
+from research_tool.services.search.full_text import FullTextOutcome, fetch_full_text
 from research_tool.services.search.gateway import SearchOutcome
 from research_tool.services.search.provider import SearchProvider
 from research_tool.services.search.registry import create_provider
+from research_tool.services.search.unpaywall import UnpaywallProvider
 
 T = TypeVar("T")
 MAX_RESULTS_PER_CALL = 10
@@ -104,29 +106,31 @@ async def _fetch_full_text(
     deadline: float,
     iteration: int,
 ) -> tuple[dict[str, dict[str, Any]], list[AccessFailure]]:
-    """Fetch the best new web results that came without full text (local documents already have it)."""
+    """Fetch the best new web results that came without full text (local documents already have it).
+    A page that refuses (paywall, CAPTCHA, 403) is recorded; a paper with a DOI then gets its open-access
+    copy through Unpaywall when an email is configured; otherwise the snippet is kept."""
     if ctx.crawler is None:
         return {}, []
     crawler = ctx.crawler
+    unpaywall = UnpaywallProvider(ctx.settings, ctx.client)
+    open_access = unpaywall if unpaywall.is_available() else None
     wanted = sorted(
         (s for s in sources.values() if not s.get("full_content") and s["url"].startswith(("http://", "https://"))),
         key=lambda s: (s["best_rank"], -len(s["found_by"])),
     )[:limit]
 
-    async def fetch(source: dict[str, Any]) -> tuple[str, str | None, AccessFailure | None]:
-        try:
-            page = await crawler.fetch(source["url"], deadline=deadline)
-        except ProviderError as exc:
-            failure = AccessFailure(
-                provider="crawler", url=source["url"], error_type=exc.error_type, message=exc.message,
-                iteration=iteration,
-            )
-            return source["url"], None, failure
-        return source["url"], page.text, None
+    async def fetch(entry: dict[str, Any]) -> FullTextOutcome:
+        return await fetch_full_text(
+            to_source(entry), crawler=crawler, deadline=deadline, unpaywall=open_access, iteration=iteration
+        )
 
-    results = await gather_until([fetch(s) for s in wanted], ctx.stop_event, deadline)
-    fetched = {url: {**sources[url], "full_content": text} for url, text, _ in results if text}
-    failures = [f for _, _, f in results if f is not None]
+    outcomes = await gather_until([fetch(s) for s in wanted], ctx.stop_event, deadline)
+    fetched = {
+        o.source.url: {**sources[o.source.url], "full_content": o.source.full_content}
+        for o in outcomes
+        if o.text_from != "snippet" and o.source.full_content
+    }
+    failures = [f for o in outcomes for f in o.failures]
     return fetched, failures
 
 
