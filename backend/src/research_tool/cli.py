@@ -352,7 +352,7 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     names = list(PROVIDER_CLASSES)
     ranking: dict[str, float] = {}
     if args.domain:
-        memory = MemoryStore(settings)
+        memory = MemoryStore.from_settings(settings)
         ranked = await memory.rank_providers(args.domain, DOMAINS[args.domain].provider_order())
         ranking = dict(ranked)
         names = [n for n, _ in ranked] + [n for n in names if n not in ranking]
@@ -372,12 +372,15 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         emit_output(json.dumps(rows, indent=2), None)
         return EXIT_OK
-    table = Table("provider", "available", "key", "rate/s", "privacy", "score" if args.domain else "note")
+    columns = ["provider", "available", "key", "rate/s", "privacy", *(["memory score"] if args.domain else []), "note"]
+    table = Table(*columns)
     for row in rows:
         key = {True: "yes", False: "no", None: "not needed"}[row["key_present"]]
-        last = f"{row['score']:.2f}" if args.domain and row["score"] is not None else (row["reason"] or "")
-        table.add_row(row["name"], "yes" if row["available"] else "no", key,
-                      f"{row['requests_per_second']:g}", row["privacy"], last)
+        cells = [row["name"], "yes" if row["available"] else "no", key, f"{row['requests_per_second']:.3g}",
+                 row["privacy"]]
+        if args.domain:
+            cells.append("" if row["score"] is None else f"{row['score']:.2f}")
+        table.add_row(*cells, row["reason"] or "")
     Console().print(table)
     return EXIT_OK
 
