@@ -376,7 +376,7 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     table = Table(*columns)
     for row in rows:
         key = {True: "yes", False: "no", None: "not needed"}[row["key_present"]]
-        cells = [row["name"], "yes" if row["available"] else "no", key, f"{row['requests_per_second']:.3g}",
+        cells = [row["name"], "yes" if row["available"] else "no", key, f"{row['requests_per_second']:.3f}".rstrip("0").rstrip("."),
                  row["privacy"]]
         if args.domain:
             cells.append("" if row["score"] is None else f"{row['score']:.2f}")
