@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from research_tool.models import schemas
 from research_tool.services.session_store import SessionRecord, SessionStatus
 
 MAX_ANSWERS = 10
@@ -109,13 +110,6 @@ class HealthResponse(Strict):
     status: Literal["ok"] = "ok"
 
 
-class ErrorDetail(Strict):
-    type: str
-    message: str
-    retryable: bool
-
-
-class ErrorResponse(Strict):
-    """Every error the API returns: `{"error": {"type", "message", "retryable"}}`."""
-
-    error: ErrorDetail
+# Every error the API returns is the seed's ErrorResponse: `{"error": {"type", "message", "retryable"}}`.
+ErrorDetail = schemas.ErrorDetail
+ErrorResponse = schemas.ErrorResponse
