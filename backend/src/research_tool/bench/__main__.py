@@ -1,0 +1,126 @@
+"""`python -m research_tool.bench` (`make bench`): run the benchmarks, print a table, save JSON under the
+data dir (`<RESEARCH_DATA_DIR>/bench/results-<timestamp>.json`).
+
+    python -m research_tool.bench                      # all five, default sizes (< 15 min on 2 cores)
+    python -m research_tool.bench --only scale --sizes 10,50
+    python -m research_tool.bench --quick              # every benchmark at its smallest size
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from research_tool.bench.local_index import run_local_index
+from research_tool.bench.overhead import run_overhead
+from research_tool.bench.rate_limits import run_rate_limits
+from research_tool.bench.results import BenchResult, machine, render_table, save_results
+from research_tool.bench.resume import run_resume
+from research_tool.bench.scale import run_scale
+from research_tool.core.logging import configure_logging
+from research_tool.core.settings import Settings
+
+BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    overhead_sessions: int = 3
+    overhead_max_iterations: int | None = None  # the standard tier's own (5); sessions saturate earlier
+    scale_sizes: tuple[int, ...] = (10, 50, 100)
+    scale_max_iterations: int = 2
+    rate_limit_sessions: int = 3
+    rate_limit_max_iterations: int = 2
+    rate_limit_rates: tuple[float, float] = (1.0, 10.0)
+    resume_sessions: int = 20
+    resume_max_iterations: int = 3
+    scifact_dir: Path | None = None
+
+
+QUICK = Sizes(
+    overhead_sessions=1, overhead_max_iterations=1, scale_sizes=(2,), scale_max_iterations=1,
+    rate_limit_sessions=2, rate_limit_max_iterations=1, rate_limit_rates=(5.0, 20.0),
+    resume_sessions=2, resume_max_iterations=2,
+)
+
+
+def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[BenchResult]]]:
+    return {
+        "overhead": lambda: run_overhead(
+            workdir, sessions=sizes.overhead_sessions, max_iterations=sizes.overhead_max_iterations
+        ),
+        "scale": lambda: run_scale(workdir, sizes=sizes.scale_sizes, max_iterations=sizes.scale_max_iterations),
+        "rate_limits": lambda: run_rate_limits(
+            workdir, sessions=sizes.rate_limit_sessions, max_iterations=sizes.rate_limit_max_iterations,
+            rates=sizes.rate_limit_rates,
+        ),
+        "resume": lambda: run_resume(
+            workdir, sessions=sizes.resume_sessions, max_iterations=sizes.resume_max_iterations
+        ),
+        "local_index": lambda: run_local_index(sizes.scifact_dir),
+    }
+
+
+async def run_benchmarks(names: list[str], sizes: Sizes, *, echo: Callable[[str], None]) -> list[BenchResult]:
+    """Run the named benchmarks one after another (each alone on the machine); a benchmark that breaks
+    is reported as such and the others still run."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="research-bench-") as tmp:
+        table = runners(sizes, Path(tmp))
+        for name in names:
+            echo(f"running {name} ...")
+            started = time.perf_counter()
+            try:
+                result = await table[name]()
+            except Exception as exc:  # noqa: BLE001 - one broken benchmark must not hide the others' figures
+                result = BenchResult(name=name, title=name, skipped=f"FAILED: {type(exc).__name__}: {exc}")
+            result.seconds = result.seconds or round(time.perf_counter() - started, 2)
+            echo(render_table([result]) + f"\n({name}: {result.seconds:.0f} s)\n")
+            results.append(result)
+    return results
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m research_tool.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run only this benchmark (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="every benchmark at its smallest size")
+    parser.add_argument("--sizes", help="scale: comma-separated session counts (default 10,50,100)")
+    parser.add_argument("--data-dir", type=Path, help="where results are saved (default: RESEARCH_DATA_DIR)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    configure_logging("console", "WARNING")
+    sizes = QUICK if args.quick else Sizes()
+    if args.sizes:
+        sizes = Sizes(**{**sizes.__dict__, "scale_sizes": tuple(int(s) for s in args.sizes.split(",") if s.strip())})
+    names = args.only or list(BENCHMARKS)
+    data_dir = args.data_dir or Settings().data_dir
+
+    def echo(text: str) -> None:
+        print(text, flush=True)
+
+    info = machine()
+    echo(f"Research Tool benchmarks on {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB, "
+         f"Python {info['python']}")
+    started = time.perf_counter()
+    results = asyncio.run(run_benchmarks(names, sizes, echo=echo))
+    echo("Summary")
+    echo(render_table(results))
+    path = save_results(results, data_dir, sys.argv if argv is None else argv)
+    echo(f"\nsaved {path} ({time.perf_counter() - started:.0f} s in all)")
+    missed = [f"{r.name}: {f.name}" for r in results for f in r.figures if f.met is False]
+    if missed:
+        echo("targets missed: " + "; ".join(missed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
