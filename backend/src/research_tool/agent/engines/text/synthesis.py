@@ -22,6 +22,8 @@ MIN_ANSWER_SENTENCES = 2
 MAX_ANSWER_SENTENCES = 5
 MAX_ANSWER_PER_SOURCE = 2
 MAX_FINDINGS_PER_SOURCE = 3
+MAX_CITED_SOURCES = 6
+SOURCE_ORDER_WEIGHT = 0.3
 NEAR_DUPLICATE = 0.8
 ANSWER_MIN_RELEVANCE = 0.2
 
@@ -133,11 +135,15 @@ def _findings(
     order: list[Fact] = list(answer_facts)
     heard = {f.evidence[0].source_url for f in answer_facts}
     rest = [f for f in ranked if f not in answer_facts]
+    best_of: dict[str, Fact] = {}
     for fact in rest:
-        home = fact.evidence[0].source_url
+        best_of.setdefault(fact.evidence[0].source_url, fact)
+    # new sources by their best fact, with the caller's numbering (best first) as a prior
+    prior = {url: 1.0 - (n - 1) / max(1, len(numbers)) for url, n in numbers.items()}
+    for home in sorted(best_of, key=lambda u: (-(_rank(best_of[u]) + SOURCE_ORDER_WEIGHT * prior.get(u, 0.0)), u)):
         if home not in heard:
             heard.add(home)
-            order.append(fact)
+            order.append(best_of[home])
     order += [f for f in rest if f not in order]
     findings: list[FindingDraft] = []
     per_source: Counter[str] = Counter()
@@ -146,6 +152,8 @@ def _findings(
             break
         home = fact.evidence[0].source_url
         if per_source[home] >= MAX_FINDINGS_PER_SOURCE:
+            continue
+        if home not in per_source and len(per_source) >= MAX_CITED_SOURCES:
             continue
         citations = _citations(fact, numbers)
         if citations:
