@@ -4,7 +4,7 @@
 Per size N: a fresh data dir and server with RESEARCH_MAX_CONCURRENT_SESSIONS = N (so all N really run
 at once, none waits in the queue), N sessions started together, one WebSocket client per session
 (`?after=0`: replay, then live), `GET /status` polled open-loop at a fixed rate, and the server's RSS
-sampled from /proc. Sessions use the Wikipedia replay provider (100 ms per request, rate limit set high
+sampled from /proc. Sessions use the Wikipedia replay provider (in a process of its own) (100 ms per request, rate limit set high
 so that the server, not the provider's budget, is what is measured) and the offline engine.
 
 Figures: sessions per minute, status p50/p95, event lag p95 (an event's `ts` to the client receiving it,
@@ -22,13 +22,14 @@ from typing import Any
 
 import httpx
 
+from research_tool.bench.profiling import py_spy_record
 from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
+from research_tool.bench.replay_process import replay_process
 from research_tool.bench.results import BenchResult
 from research_tool.bench.server_process import ServerProcess, uvicorn_server
 from research_tool.bench.session_storage import storage_per_session
 from research_tool.bench.stats import ms, percentile
 from research_tool.bench.watchers import MemorySampler, SessionWatch, StatusPoller, watch_session
-from research_tool.bench.wiki_replay import Page, build_pages, running_wiki
 
 QUESTIONS = (
     "How do I run a subprocess with a timeout and capture its output?",
@@ -43,6 +44,7 @@ QUESTIONS = (
 LATENCY_S = 0.1
 WIKIPEDIA_RPS = 1000.0
 STATUS_POLLS_PER_S = 20.0
+HEALTH_POLLS_PER_S = 5.0  # /healthz touches no database: its latency is the event loop's own delay
 STATUS_P95_TARGET_MS = 50
 EVENT_LAG_P95_TARGET_MS = 100
 TARGET_SESSIONS = 100
@@ -69,10 +71,10 @@ async def _final_statuses(client: httpx.AsyncClient, base_url: str, ids: list[st
 
 
 async def run_size(
-    n: int, workdir: Path, pages: list[Page], *, max_iterations: int, timeout_s: float
+    n: int, workdir: Path, *, max_iterations: int, timeout_s: float, profile_dir: Path | None = None
 ) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=n + 50, max_keepalive_connections=n + 50)
-    with running_wiki(LATENCY_S, pages) as (wiki_url, wiki):
+    async with replay_process(LATENCY_S) as wiki_url:
         env = BenchEnvironment(
             data_dir=workdir / f"scale-{n}" / "data",
             providers=(ReplayProvider("wikipedia", wiki_url, WIKIPEDIA_RPS),),
@@ -80,9 +82,13 @@ async def run_size(
         )
         async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
             async with uvicorn_server(env.process_env(), workdir / f"scale-{n}", client) as server:
-                return await _measure(n, server, client, env, max_iterations, timeout_s) | {
-                    "provider_requests": len(wiki.requests)
-                }
+                if profile_dir is None:
+                    row = await _measure(n, server, client, env, max_iterations, timeout_s)
+                else:
+                    with py_spy_record(server.pid, profile_dir / f"scale-{n}.py-spy.txt") as profile:
+                        row = await _measure(n, server, client, env, max_iterations, timeout_s)
+                    row["profile"] = str(profile) if profile else None
+                return row
 
 
 async def _measure(
@@ -95,8 +101,10 @@ async def _measure(
     watches = [SessionWatch(sid) for sid in ids]
     stop = asyncio.Event()
     poller = StatusPoller(client, server.base_url, STATUS_POLLS_PER_S)
+    health = StatusPoller(client, server.base_url, HEALTH_POLLS_PER_S, fixed_path="/healthz")
     sampler = MemorySampler(server, watches)
-    background = [asyncio.create_task(poller.run(ids, stop)), asyncio.create_task(sampler.run(stop))]
+    background = [asyncio.create_task(poller.run(ids, stop)), asyncio.create_task(health.run(ids, stop)),
+                  asyncio.create_task(sampler.run(stop))]
     await asyncio.gather(*(watch_session(server.ws_url, w, timeout_s) for w in watches))
     stop.set()
     await asyncio.gather(*background)
@@ -126,6 +134,8 @@ async def _measure(
         "status_p50_ms": ms(percentile(poller.latencies_s, 0.5)),
         "status_p95_ms": ms(percentile(poller.latencies_s, 0.95)),
         "status_max_ms": ms(max(poller.latencies_s, default=0.0)),
+        "healthz_p50_ms": ms(percentile(health.latencies_s, 0.5)),
+        "healthz_p95_ms": ms(percentile(health.latencies_s, 0.95)),
         "live_events": len(lags),
         "event_lag_p50_ms": ms(percentile(lags, 0.5)),
         "event_lag_p95_ms": ms(percentile(lags, 0.95)),
@@ -146,8 +156,14 @@ def _gauge(text: str, name: str) -> float | None:
 
 
 async def run_scale(
-    workdir: Path, *, sizes: tuple[int, ...] = (10, 50, 100), max_iterations: int = 2, timeout_s: float = 300.0
+    workdir: Path,
+    *,
+    sizes: tuple[int, ...] = (10, 50, 100),
+    max_iterations: int = 2,
+    timeout_s: float = 300.0,
+    profile_dir: Path | None = None,
 ) -> BenchResult:
+    """`profile_dir`: record the server with py-spy into `<dir>/scale-<N>.py-spy.txt` (collapsed stacks)."""
     result = BenchResult(
         name="scale",
         title="Scale: concurrent sessions through one uvicorn worker",
@@ -160,10 +176,11 @@ async def run_scale(
         },
     )
     started = time.perf_counter()
-    pages = await asyncio.to_thread(build_pages)
     rows = []
     for n in sizes:
-        rows.append(await run_size(n, workdir, pages, max_iterations=max_iterations, timeout_s=timeout_s))
+        rows.append(await run_size(
+            n, workdir, max_iterations=max_iterations, timeout_s=timeout_s, profile_dir=profile_dir
+        ))
     for row in rows:
         n = row["sessions"]
         targeted = n == max(sizes) and n >= TARGET_SESSIONS

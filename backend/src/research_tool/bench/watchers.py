@@ -82,13 +82,15 @@ class StatusPoller:
     client: httpx.AsyncClient
     base_url: str
     rate_per_s: float
+    fixed_path: str | None = None  # poll this path instead (/healthz: the event loop's delay alone)
     latencies_s: list[float] = field(default_factory=list)
     errors: int = 0
 
     async def _one(self, session_id: str) -> None:
+        path = self.fixed_path or f"/api/research/{session_id}/status"
         started = time.perf_counter()
         try:
-            response = await self.client.get(f"{self.base_url}/api/research/{session_id}/status")
+            response = await self.client.get(f"{self.base_url}{path}")
         except httpx.HTTPError:
             self.errors += 1
             return

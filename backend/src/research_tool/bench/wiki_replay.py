@@ -171,3 +171,24 @@ def running_wiki(delay_s: float = 0.0, pages: list[Page] | None = None) -> Itera
     finally:
         server.shutdown()
         server.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m research_tool.bench.wiki_replay --delay S`: serve in this process (a benchmark runs the
+    replay in its own process, so that the replay's work does not share a GIL with the measuring client);
+    prints the base URL as its first line, then serves until killed."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description="Wikipedia / Semantic Scholar replay server on 127.0.0.1")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    args = parser.parse_args(argv)
+    with running_wiki(args.delay) as (url, _):
+        sys.stdout.write(url + "\n")
+        sys.stdout.flush()
+        threading.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

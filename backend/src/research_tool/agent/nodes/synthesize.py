@@ -3,6 +3,7 @@ retrieved source text; unresolvable or unsupported citations removed and counted
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -52,7 +53,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             stop_reason=state.get("stop_reason"),
         )
     )
-    checked = check_citations(step.value, full_text)
+    checked = await asyncio.to_thread(check_citations, step.value, full_text)  # CPU-bound: off the loop
     semantic_draft, semantic_removed, semantic_tokens = await drop_unsupported_claims(ctx, checked.draft, full_text)
     draft, order = renumber(semantic_draft)
     citations = build_citations(order, full_text, all_sources)

@@ -1,0 +1,73 @@
+"""make bench at its smallest size: every benchmark runs end to end (replay servers, a uvicorn
+subprocess, a SIGKILL and a restart, a tiny SciFact-shaped corpus) and reports its figures. No timing
+is asserted: benchmarks are not timed tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from research_tool.bench.__main__ import BENCHMARKS, QUICK, Sizes, run_benchmarks
+from research_tool.bench.results import render_table, save_results
+
+pytestmark = pytest.mark.slow
+
+EXPECTED_FIGURES = {
+    "overhead": ["wall / lower bound (all sessions)", "lower bound (mean)", "sessions completed"],
+    "scale": ["2 sessions: status p95", "2 sessions: event lag p95", "2 sessions: peak RSS",
+              "2 sessions: checkpoint bytes per session", "2 sessions: sessions lost"],
+    "rate_limits": ["semantic_scholar (5/s): minimum spacing", "semantic_scholar (5/s): violations",
+                    "wikipedia (20/s): utilisation while requests pending", "sessions completed"],
+    "resume": ["start to every session's first new event", "sessions that never resumed",
+               "sessions lost (not completed, or a gap in events)"],
+    "local_index": ["index time", "query latency top-10 p50", "query latency top-10 p95"],
+}
+
+
+def tiny_scifact(folder: Path) -> Path:
+    docs = [
+        ("d1", "Aspirin and heart attacks", "Daily aspirin lowers the risk of a first heart attack in adults."),
+        ("d2", "Vitamin D and bones", "Vitamin D supplements improve bone density in older women."),
+        ("d3", "Sleep and memory", "Sleep after learning consolidates memory in young adults."),
+    ]
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in docs), encoding="utf-8"
+    )
+    queries = [("q1", "aspirin reduces heart attack risk"), ("q2", "vitamin D improves bone density")]
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in queries), encoding="utf-8"
+    )
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n", encoding="utf-8")
+    return folder
+
+
+async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures(tmp_path: Path) -> None:
+    sizes = Sizes(**{**QUICK.__dict__, "scifact_dir": tiny_scifact(tmp_path / "scifact")})
+    lines: list[str] = []
+    results = await run_benchmarks(list(BENCHMARKS), sizes, echo=lines.append)
+
+    assert [r.name for r in results] == list(BENCHMARKS)
+    for result in results:
+        assert result.skipped is None, f"{result.name}: {result.skipped}"
+        names = [f.name for f in result.figures]
+        for expected in EXPECTED_FIGURES[result.name]:
+            assert expected in names, f"{result.name} lacks {expected!r}: {names}"
+            assert result.figure(expected).value is not None, f"{result.name}: {expected} has no value"
+    assert results[0].figure("sessions completed").value == 1
+    assert results[1].figure("2 sessions: sessions lost").value == 0
+    assert results[3].figure("sessions that never resumed").value == 0
+    assert results[4].figure("documents indexed").value == 3
+
+    table = render_table(results)
+    assert "[scale] 2 sessions: status p95" in table and "[resume]" in table
+    saved = json.loads(save_results(results, tmp_path / "data", ["--quick"]).read_text())
+    assert saved["machine"]["cores"] and len(saved["results"]) == len(BENCHMARKS)
+    assert {f["name"] for f in saved["results"][2]["figures"]} >= set(EXPECTED_FIGURES["rate_limits"])
+
+
+async def test_a_missing_scifact_folder_is_skipped_with_a_reason(tmp_path: Path) -> None:
+    results = await run_benchmarks(["local_index"], Sizes(scifact_dir=tmp_path / "absent"), echo=lambda _: None)
+    assert results[0].skipped and "SciFact not found" in results[0].skipped and not results[0].figures
