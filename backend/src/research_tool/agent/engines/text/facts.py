@@ -23,12 +23,14 @@ DEFAULT_MAX_FACTS_PER_SOURCE = 8
 DEFAULT_MIN_RELEVANCE = 0.1
 MAX_SENTENCE_WORDS = 90
 MIN_SENTENCE_WORDS = 5
+LIST_MIN_COMMAS = 5
+LIST_COMMA_RATIO = 0.25
 
 _FOOTNOTE_RE = re.compile(r"\[(?:\d+|citation needed|note \d+|[a-z])\]")
 _GUTTER_RE = re.compile(r"\n[ \t]*\|[ \t]*")
 _BOILERPLATE_RE = re.compile(
     r"cookie|javascript|subscribe|sign (?:in|up)|log ?in|click here|all rights reserved|©|privacy policy|"
-    r"terms of (?:use|service)|newsletter|advertisement|share this|read more|skip to",
+    r"terms of (?:use|service)|newsletter|advertisement|share this|read more|skip to|^see also\b",
     re.IGNORECASE,
 )
 _PRONOUN_START_RE = re.compile(
@@ -92,7 +94,7 @@ def is_declarative(text: str) -> bool:
         return False
     if statement.endswith("?") or statement.endswith(":") or _BOILERPLATE_RE.search(statement):
         return False
-    if re.match(r"^[\w.]+\(.*\)$", statement) or statement.count("=") >= 2:
+    if re.match(r"^[\w.]+\(.*\)$", statement) or re.match(r"^[\w.]+\s*=", statement):
         return False  # a code signature or an assignment, not prose
     symbols = sum(c in "(){}[]=*<>|\\/_`" for c in statement)
     if symbols > 0.08 * len(statement):
@@ -103,6 +105,9 @@ def is_declarative(text: str) -> bool:
     lowercase_words = sum(1 for t in tokens if t[:1].islower())
     if lowercase_words < 3:
         return False  # a title or a list of names
+    commas = statement.count(",")
+    if commas >= LIST_MIN_COMMAS and commas > LIST_COMMA_RATIO * len(tokens):
+        return False  # an enumeration ("Functions in x: a, b, c, ..."), not a statement
     return statement[-1] in ".!\"”')" or len(tokens) >= 8
 
 
@@ -150,10 +155,13 @@ def score_sentences(question: str, source: SourceResult) -> list[ScoredSentence]
     # a document whose title the question names ("Pterocarya", "Scott Howell") is about the question
     about_question = 0.2 if title_stems and title_stems <= frozenset(profile.weights) else 0.0
     scored: list[ScoredSentence] = []
+    title = clean_statement(source.title).rstrip(".").casefold()
     for sentence in split_sentences(source.text()):
         if not is_declarative(sentence.text):
             continue
         statement = clean_statement(sentence.text)
+        if statement.rstrip(".").casefold() == title:
+            continue  # the document's title line says what it is about, not a fact
         stems = frozenset(content_stems(statement))
         relevance = profile.coverage(stems, title_stems)
         if query_profile is not None:

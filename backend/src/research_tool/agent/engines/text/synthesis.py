@@ -9,6 +9,7 @@ on one source, disagreements, and why research stopped; a degraded run is said i
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -26,6 +27,9 @@ MAX_CITED_SOURCES = 6
 SOURCE_ORDER_WEIGHT = 0.3
 NEAR_DUPLICATE = 0.8
 ANSWER_MIN_RELEVANCE = 0.2
+LINK_BONUS = 0.5  # a fact about something an earlier answer sentence introduced: the next hop
+ANSWER_REDUNDANT = 0.5  # an answer sentence this close (Jaccard of stems) to an earlier one adds nothing
+COVERAGE_WEIGHT = 0.6  # bonus for answer sentences that bring question terms no earlier sentence covered
 
 STOP_EXPLANATIONS: dict[str, str] = {
     "user_requested": "research was stopped at the user's request, so this report uses what was collected so far",
@@ -47,7 +51,7 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
     if not ranked:
         answer = "_No retrieved source contained a statement that bears on this question._"
         return SynthesisDraft(answer=" ".join([answer, *notes]), findings=[], gaps=_gaps(request, []))
-    answer_facts = _answer_facts(request.query, ranked)
+    answer_facts = _answer_facts(request.query, ranked, _source_prior(numbers))
     sentences = [_cited_sentence(f, numbers) for f in answer_facts]
     answer = " ".join(sentences)
     if notes:
@@ -77,22 +81,41 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def _answer_facts(question: str, ranked: list[Fact]) -> list[Fact]:
+def _source_prior(numbers: dict[str, int]) -> dict[str, float]:
+    """The caller numbers sources best first: 1.0 for [1] down to near 0 for the last."""
+    return {url: 1.0 - (n - 1) / max(1, len(numbers)) for url, n in numbers.items()}
+
+
+def _answer_facts(question: str, ranked: list[Fact], prior: dict[str, float]) -> list[Fact]:
     """2-5 facts: the best one, then each time the best remaining, favouring the next hop of a chain."""
     question_names = {normalize_key(m.text) for m in find_mentions(question)}
+    question_stems = stem_set(question)
+    weights = _term_weights(question_stems, ranked)
     pool = [f for f in ranked if f.relevance >= ANSWER_MIN_RELEVANCE] or ranked[:MIN_ANSWER_SENTENCES]
     chosen: list[Fact] = []
     per_source: Counter[str] = Counter()
     introduced: set[str] = set()
+    covered: set[str] = set()
+
+    def score(fact: Fact) -> float:
+        best_source = max((prior.get(e.source_url, 0.0) for e in fact.evidence), default=0.0)
+        return (
+            _rank(fact) + SOURCE_ORDER_WEIGHT * best_source
+            + _link_bonus(fact, introduced) + _coverage_bonus(fact, weights, covered)
+        )
+
     while pool and len(chosen) < MAX_ANSWER_SENTENCES:
-        best = max(pool, key=lambda f: (_rank(f) + _link_bonus(f, introduced), -ranked.index(f)))
+        best = max(pool, key=lambda f: (score(f), -ranked.index(f)))
         pool.remove(best)
         home = best.evidence[0].source_url
         if per_source[home] >= MAX_ANSWER_PER_SOURCE:
             continue
-        if chosen and _rank(best) + _link_bonus(best, introduced) < 0.5 * _rank(chosen[0]):
+        if any(_jaccard(stem_set(best.statement), stem_set(c.statement)) >= ANSWER_REDUNDANT for c in chosen):
+            continue
+        if chosen and score(best) < 0.5 * _rank(chosen[0]):
             break
         chosen.append(best)
+        covered |= stem_set(best.statement) & question_stems
         per_source[home] += 1
         for mention in find_mentions(best.statement):
             key = normalize_key(mention.text)
@@ -105,6 +128,24 @@ def _answer_facts(question: str, ranked: list[Fact]) -> list[Fact]:
     return chosen
 
 
+def _term_weights(question_stems: frozenset[str], facts: Sequence[Fact]) -> dict[str, float]:
+    """Inverse document frequency of each question term among the candidate facts: a term every fact
+    shares ("python", "subprocess") says little; a rare one ("timeout") marks the part of the question
+    that still needs its own sentence."""
+    statements = [stem_set(f.statement) for f in facts]
+    n = len(statements)
+    return {s: math.log((n + 1) / (1 + sum(s in st for st in statements))) + 1.0 for s in question_stems}
+
+
+def _coverage_bonus(fact: Fact, weights: dict[str, float], covered: set[str]) -> float:
+    """Question terms this fact would be the first to cover (a how-to question has several parts)."""
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    new = (stem_set(fact.statement) & weights.keys()) - covered
+    return COVERAGE_WEIGHT * sum(weights[s] for s in new) / total
+
+
 def _link_bonus(fact: Fact, introduced: set[str]) -> float:
     """A fact about something an earlier answer sentence introduced continues the chain."""
     if not introduced:
@@ -112,7 +153,7 @@ def _link_bonus(fact: Fact, introduced: set[str]) -> float:
     subject = normalize_key(fact.subject or "")
     text = normalize_key(fact.statement)
     if subject in introduced or any(key and f" {key} " in f" {text} " for key in introduced):
-        return 0.3
+        return LINK_BONUS
     return 0.0
 
 
@@ -139,7 +180,7 @@ def _findings(
     for fact in rest:
         best_of.setdefault(fact.evidence[0].source_url, fact)
     # new sources by their best fact, with the caller's numbering (best first) as a prior
-    prior = {url: 1.0 - (n - 1) / max(1, len(numbers)) for url, n in numbers.items()}
+    prior = _source_prior(numbers)
     for home in sorted(best_of, key=lambda u: (-(_rank(best_of[u]) + SOURCE_ORDER_WEIGHT * prior.get(u, 0.0)), u)):
         if home not in heard:
             heard.add(home)

@@ -123,9 +123,24 @@ def content_stems(text: str) -> list[str]:
     return list(_content_stems(text))
 
 
+IDENTIFIER_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def identifier_parts(word: str) -> list[str]:
+    """`capture_output` -> capture, output; `TimeoutExpired` -> Timeout, Expired; plain words -> []."""
+    parts = [p for chunk in word.split("_") for p in IDENTIFIER_PART.findall(chunk)]
+    return parts if len(parts) > 1 else []
+
+
 @lru_cache(maxsize=16384)
 def _content_stems(text: str) -> tuple[str, ...]:
-    return tuple(stem(w) for w in content_words(text))
+    """Stems of the content words; a code identifier also contributes the stems of its parts,
+    so `capture_output=True` meets "capture the output"."""
+    out: list[str] = []
+    for word in content_words(text):
+        out.append(stem(word))
+        out += [stem(p) for p in identifier_parts(word) if len(p) > 1 and not is_stopword(p)]
+    return tuple(out)
 
 
 @lru_cache(maxsize=16384)
