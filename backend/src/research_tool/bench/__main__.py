@@ -33,6 +33,7 @@ BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index")
 class Sizes:
     overhead_sessions: int = 3
     overhead_max_iterations: int | None = None  # the standard tier's own (5); sessions saturate earlier
+    overhead_warmup: int = 1
     scale_sizes: tuple[int, ...] = (10, 50, 100)
     scale_max_iterations: int = 2
     rate_limit_sessions: int = 3
@@ -41,10 +42,11 @@ class Sizes:
     resume_sessions: int = 20
     resume_max_iterations: int = 3
     scifact_dir: Path | None = None
+    profile_dir: Path | None = None  # scale: record the server with py-spy
 
 
 QUICK = Sizes(
-    overhead_sessions=1, overhead_max_iterations=1, scale_sizes=(2,), scale_max_iterations=1,
+    overhead_sessions=1, overhead_max_iterations=1, overhead_warmup=0, scale_sizes=(2,), scale_max_iterations=1,
     rate_limit_sessions=2, rate_limit_max_iterations=1, rate_limit_rates=(5.0, 20.0),
     resume_sessions=2, resume_max_iterations=2,
 )
@@ -53,9 +55,12 @@ QUICK = Sizes(
 def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[BenchResult]]]:
     return {
         "overhead": lambda: run_overhead(
-            workdir, sessions=sizes.overhead_sessions, max_iterations=sizes.overhead_max_iterations
+            workdir, sessions=sizes.overhead_sessions, max_iterations=sizes.overhead_max_iterations,
+            warmup=sizes.overhead_warmup,
         ),
-        "scale": lambda: run_scale(workdir, sizes=sizes.scale_sizes, max_iterations=sizes.scale_max_iterations),
+        "scale": lambda: run_scale(
+            workdir, sizes=sizes.scale_sizes, max_iterations=sizes.scale_max_iterations, profile_dir=sizes.profile_dir
+        ),
         "rate_limits": lambda: run_rate_limits(
             workdir, sessions=sizes.rate_limit_sessions, max_iterations=sizes.rate_limit_max_iterations,
             rates=sizes.rate_limit_rates,
@@ -91,6 +96,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run only this benchmark (repeatable)")
     parser.add_argument("--quick", action="store_true", help="every benchmark at its smallest size")
     parser.add_argument("--sizes", help="scale: comma-separated session counts (default 10,50,100)")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="scale: record the server with py-spy into DIR (collapsed stacks per size)")
     parser.add_argument("--data-dir", type=Path, help="where results are saved (default: RESEARCH_DATA_DIR)")
     return parser.parse_args(argv)
 
@@ -101,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if args.quick else Sizes()
     if args.sizes:
         sizes = Sizes(**{**sizes.__dict__, "scale_sizes": tuple(int(s) for s in args.sizes.split(",") if s.strip())})
+    if args.profile:
+        sizes = Sizes(**{**sizes.__dict__, "profile_dir": args.profile.resolve()})
     names = args.only or list(BENCHMARKS)
     data_dir = args.data_dir or Settings().data_dir
 

@@ -46,7 +46,8 @@ class ResumeBenchError(ResearchToolError):
 
 def mid_run(data_dir: Path, session_id: str) -> bool:
     seen = phases_seen(data_dir, session_id)
-    return any(t == "phase_completed" and p == "collect" for t, p in seen) and not any(t in FINAL_TYPES for t, _ in seen)
+    collected = any(t == "phase_completed" and p == "collect" for t, p in seen)
+    return collected and not any(t in FINAL_TYPES for t, _ in seen)
 
 
 def finished(data_dir: Path, session_id: str) -> bool:

@@ -4,8 +4,8 @@
 Per size N: a fresh data dir and server with RESEARCH_MAX_CONCURRENT_SESSIONS = N (so all N really run
 at once, none waits in the queue), N sessions started together, one WebSocket client per session
 (`?after=0`: replay, then live), `GET /status` polled open-loop at a fixed rate, and the server's RSS
-sampled from /proc. Sessions use the Wikipedia replay provider (in a process of its own) (100 ms per request, rate limit set high
-so that the server, not the provider's budget, is what is measured) and the offline engine.
+sampled from /proc. Sessions use the Wikipedia replay provider (in a process of its own; 100 ms per
+request, rate limit set high so that the server, not the provider's budget, is what is measured) and the offline engine.
 
 Figures: sessions per minute, status p50/p95, event lag p95 (an event's `ts` to the client receiving it,
 live events only), peak RSS and RSS per running session, checkpoint and event bytes per session, and
@@ -115,7 +115,9 @@ async def _measure(
     server_max_running = _gauge(metrics_text, "research_sessions_max_running_seen")
     storage = storage_per_session(env.data_dir, ids)
 
-    completed = [w for w in watches if w.final_type == "session_completed" and statuses.get(w.session_id) == "completed"]
+    completed = [
+        w for w in watches if w.final_type == "session_completed" and statuses.get(w.session_id) == "completed"
+    ]
     lost = [w.session_id for w in watches if w not in completed or not w.gapless]
     finished = [w.finished_at for w in completed if w.finished_at]
     span = (max(finished) - began) if finished else None
@@ -189,6 +191,7 @@ async def run_scale(
         result.add(f"{n} sessions: sessions per minute", row["sessions_per_min"], "/min")
         result.add(f"{n} sessions: status p50", row["status_p50_ms"], "ms")
         result.add(f"{n} sessions: status p95", row["status_p95_ms"], "ms", **status_target)
+        result.add(f"{n} sessions: /healthz p95 (event-loop delay)", row["healthz_p95_ms"], "ms")
         result.add(f"{n} sessions: event lag p95", row["event_lag_p95_ms"], "ms", **lag_target)
         result.add(f"{n} sessions: peak RSS", row["peak_rss_mb"], "MB")
         result.add(f"{n} sessions: RSS per running session", row["rss_per_running_session_mb"], "MB",
