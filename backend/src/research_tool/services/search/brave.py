@@ -16,12 +16,9 @@ class BraveProvider(SearchProvider):
     name: ClassVar[str] = "brave"
     default_rps: ClassVar[float] = 1.0
     default_base_url: ClassVar[str] = "https://api.search.brave.com"
+    key_field: ClassVar[str | None] = "brave_api_key"
+    key_env: ClassVar[str] = "BRAVE_API_KEY"
 
-    def unavailable_reason(self) -> str | None:
-        return None if self.settings.brave_api_key else "BRAVE_API_KEY is not set"
-
-    def has_key(self) -> bool | None:
-        return bool(self.settings.brave_api_key)
 
     async def search(
         self, query: str, max_results: int = 10, filters: dict[str, Any] | None = None

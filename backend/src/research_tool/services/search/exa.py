@@ -17,12 +17,9 @@ class ExaProvider(SearchProvider):
     name: ClassVar[str] = "exa"
     default_rps: ClassVar[float] = 5.0
     default_base_url: ClassVar[str] = "https://api.exa.ai"
+    key_field: ClassVar[str | None] = "exa_api_key"
+    key_env: ClassVar[str] = "EXA_API_KEY"
 
-    def unavailable_reason(self) -> str | None:
-        return None if self.settings.exa_api_key else "EXA_API_KEY is not set"
-
-    def has_key(self) -> bool | None:
-        return bool(self.settings.exa_api_key)
 
     async def search(
         self, query: str, max_results: int = 10, filters: dict[str, Any] | None = None

@@ -27,6 +27,11 @@ class SearchProvider(ABC):
     default_base_url: ClassVar[str] = ""
     privacy: ClassVar[Privacy] = "cloud"
     kind: ClassVar[SourceKind] = "web"
+    # The Settings field holding the provider's key (or email), its environment variable, and whether
+    # the provider works without it (semantic_scholar and pubmed only go slower).
+    key_field: ClassVar[str | None] = None
+    key_env: ClassVar[str] = ""
+    key_required: ClassVar[bool] = True
 
     def __init__(self, settings: Settings, client: httpx.AsyncClient) -> None:
         self.settings = settings
@@ -45,11 +50,13 @@ class SearchProvider(ABC):
 
     def unavailable_reason(self) -> str | None:
         """None when usable; otherwise a short reason ("TAVILY_API_KEY is not set")."""
+        if self.key_field and self.key_required and not self.has_key():
+            return f"{self.key_env} is not set"
         return None
 
     def has_key(self) -> bool | None:
         """True/False for providers that take a key or email, None for those that need none."""
-        return None
+        return None if self.key_field is None else bool(getattr(self.settings, self.key_field))
 
     @abstractmethod
     async def search(

@@ -42,15 +42,15 @@ class PubMedProvider(SearchProvider):
     name: ClassVar[str] = "pubmed"
     default_rps: ClassVar[float] = 3.0
     default_base_url: ClassVar[str] = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
+    key_field: ClassVar[str | None] = "ncbi_api_key"
+    key_env: ClassVar[str] = "NCBI_API_KEY"
+    key_required: ClassVar[bool] = False
     kind: ClassVar[SourceKind] = "academic"
 
     @property
     def requests_per_second(self) -> float:
         # NCBI allows 10/s with an API key, 3/s without.
         return self.settings.provider_rps(self.name, 10.0 if self.settings.ncbi_api_key else self.default_rps)
-
-    def has_key(self) -> bool | None:
-        return bool(self.settings.ncbi_api_key)
 
     def _params(self, **params: Any) -> dict[str, Any]:
         params.setdefault("db", "pubmed")

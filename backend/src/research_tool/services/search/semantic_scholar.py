@@ -18,10 +18,10 @@ class SemanticScholarProvider(SearchProvider):
     name: ClassVar[str] = "semantic_scholar"
     default_rps: ClassVar[float] = 1.0
     default_base_url: ClassVar[str] = "https://api.semanticscholar.org"
+    key_field: ClassVar[str | None] = "semantic_scholar_api_key"
+    key_env: ClassVar[str] = "SEMANTIC_SCHOLAR_API_KEY"
+    key_required: ClassVar[bool] = False
     kind: ClassVar[SourceKind] = "academic"
-
-    def has_key(self) -> bool | None:
-        return bool(self.settings.semantic_scholar_api_key)
 
     async def search(
         self, query: str, max_results: int = 10, filters: dict[str, Any] | None = None

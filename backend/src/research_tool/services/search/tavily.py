@@ -15,12 +15,9 @@ class TavilyProvider(SearchProvider):
     name: ClassVar[str] = "tavily"
     default_rps: ClassVar[float] = 1.5
     default_base_url: ClassVar[str] = "https://api.tavily.com"
+    key_field: ClassVar[str | None] = "tavily_api_key"
+    key_env: ClassVar[str] = "TAVILY_API_KEY"
 
-    def unavailable_reason(self) -> str | None:
-        return None if self.settings.tavily_api_key else "TAVILY_API_KEY is not set"
-
-    def has_key(self) -> bool | None:
-        return bool(self.settings.tavily_api_key)
 
     async def search(
         self, query: str, max_results: int = 10, filters: dict[str, Any] | None = None

@@ -76,13 +76,10 @@ class UnpaywallProvider(SearchProvider):
     name: ClassVar[str] = "unpaywall"
     default_rps: ClassVar[float] = 5.0
     default_base_url: ClassVar[str] = "https://api.unpaywall.org"
+    key_field: ClassVar[str | None] = "unpaywall_email"
+    key_env: ClassVar[str] = "UNPAYWALL_EMAIL"
     kind: ClassVar[SourceKind] = "academic"
 
-    def unavailable_reason(self) -> str | None:
-        return None if self.settings.unpaywall_email else "UNPAYWALL_EMAIL is not set"
-
-    def has_key(self) -> bool | None:
-        return bool(self.settings.unpaywall_email)
 
     async def lookup(self, doi: str) -> UnpaywallRecord | None:
         """The record for `doi`, or None when Unpaywall does not know it (404)."""
