@@ -27,6 +27,10 @@ log = get_logger(__name__)
 
 # Longest pause a server's header may impose on us (a monthly-quota reset must not freeze a session).
 MAX_PAUSE_S = 600.0
+# A request is sent a moment after it is granted; a busy event loop can delay one send more than the next
+# and bring two arrivals closer than the interval. A little slack on each interval absorbs that.
+SPACING_MARGIN_FRACTION = 0.02
+SPACING_MARGIN_MAX_S = 0.010
 
 
 class RateLimiter:
@@ -47,7 +51,8 @@ class RateLimiter:
 
     def set_rate(self, rate: float) -> None:
         """`rate` requests per second; 0 or less means unlimited."""
-        self._interval = 1.0 / rate if rate > 0 else 0.0
+        interval = 1.0 / rate if rate > 0 else 0.0
+        self._interval = interval + min(SPACING_MARGIN_FRACTION * interval, SPACING_MARGIN_MAX_S)
 
     @property
     def paused_until(self) -> float:
