@@ -1,4 +1,9 @@
-"""Session rows in SQLite: what was asked, where it is, and why it stopped (DESIGN §5)."""
+"""Session rows in SQLite: what was asked, where it is, and why it stopped (DESIGN §5).
+
+One process owns the sessions database (DESIGN: one worker), so `SessionStore` keeps a write-through cache
+of the records it has read or written: `get` (every `GET /status`) answers from memory instead of queueing
+behind event appends and progress updates on the one shared connection. `list` and `active` read SQLite.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import uuid
 from typing import Any, Literal
 
 import aiosqlite
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from research_tool.core.errors import SessionNotFoundError
 from research_tool.models.entities import utc_now_iso
@@ -58,9 +63,21 @@ def _record(row: aiosqlite.Row) -> SessionRecord:
     )
 
 
+JSON_COLUMNS = frozenset({"progress", "pending_questions", "clarify_answers"})
+
+
+def _updated(record: SessionRecord, encoded: dict[str, Any]) -> SessionRecord:
+    """The record as SQLite holds it after `UPDATE sessions SET <encoded>` (JSON columns decoded as a read would)."""
+    changes = {k: json.loads(v) if k in JSON_COLUMNS and v is not None else v for k, v in encoded.items()}
+    return SessionRecord.model_validate({**dict(record), **changes})
+
+
 class SessionStore:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
+        self._cache: dict[str, SessionRecord] = {}
+        # Writes per session id (kept after a delete): a read that raced a write does not fill the cache.
+        self._writes: dict[str, int] = {}
 
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
         now = utc_now_iso()
@@ -73,13 +90,22 @@ class SessionStore:
         return await self.get(sid)
 
     async def get(self, session_id: str) -> SessionRecord:
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            return cached.model_copy(deep=True)
+        writes_before = self._writes.get(session_id, 0)
         async with self._conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)) as cur:
             row = await cur.fetchone()
         if row is None:
             raise SessionNotFoundError(f"unknown session id: {session_id}")
-        return _record(row)
+        record = _record(row)
+        if self._writes.get(session_id, 0) == writes_before:
+            self._cache[session_id] = record.model_copy(deep=True)
+        return record
 
     async def exists(self, session_id: str) -> bool:
+        if session_id in self._cache:
+            return True
         async with self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) as cur:
             return await cur.fetchone() is not None
 
@@ -102,16 +128,30 @@ class SessionStore:
 
     async def update(self, session_id: str, **fields: Any) -> None:
         encoded = {
-            k: json.dumps(v) if k in {"progress", "pending_questions", "clarify_answers"} and v is not None else v
+            k: json.dumps(v) if k in JSON_COLUMNS and v is not None else v
             for k, v in fields.items()
         }
         encoded["updated_at"] = utc_now_iso()
         assignments = ", ".join(f"{k} = ?" for k in encoded)
-        await self._conn.execute(
-            f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id)
-        )
-        await self._conn.commit()
+        self._writes[session_id] = self._writes.get(session_id, 0) + 1
+        try:
+            await self._conn.execute(
+                f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id)
+            )
+            await self._conn.commit()
+        except BaseException:
+            self._cache.pop(session_id, None)  # the row is what SQLite says it is: read it again next time
+            raise
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            try:
+                self._cache[session_id] = _updated(cached, encoded)
+            except ValidationError:
+                self._cache.pop(session_id, None)  # a value a read would reject too: let the read say so
+                raise
 
     async def delete(self, session_id: str) -> None:
+        self._writes[session_id] = self._writes.get(session_id, 0) + 1
+        self._cache.pop(session_id, None)
         await self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         await self._conn.commit()
