@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from research_tool import __version__
+from research_tool.agent.engines.cpu_pool import cpu_pool
 from research_tool.api.errors import install_error_handlers
 from research_tool.api.limits import BodySizeLimitMiddleware
 from research_tool.api.metrics import ApiMetrics
@@ -38,7 +39,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_research_services(settings) as services:
+        # The pool outlives the services: sessions are cancelled (services' exit) before it shuts down.
+        async with cpu_pool(settings.cpu_workers), open_research_services(settings) as services:
             metrics.observe(services)
             app.state.services = services
             resumed = await services.runner.resume_incomplete()

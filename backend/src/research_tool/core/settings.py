@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     cors_origins: str = ""
     max_request_bytes: int = 64 * 1024
     run_timeout_s: float = Field(default=600.0, gt=0)
+    # Processes for the engines' CPU-bound text work in the server (0: threads of the server process).
+    cpu_workers: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=0, le=64)
 
     # Engines.
     verify_citations: Literal["existence", "semantic"] = "existence"

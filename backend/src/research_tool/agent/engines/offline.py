@@ -1,13 +1,12 @@
 """The offline reasoning engine: no model, no network, deterministic, zero tokens.
 
 Thin by design: each step delegates to one module of `engines/text/` (domains, planning, facts,
-entities, trail, synthesis). Work is CPU-bound text processing, run in a worker thread so a long
-document never blocks the event loop.
+entities, trail, synthesis). Work is CPU-bound text processing, run by `cpu_pool.run_cpu` (a worker
+process in the server, a worker thread elsewhere) so a long document never blocks the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 from research_tool.agent.engines.base import (
@@ -20,6 +19,7 @@ from research_tool.agent.engines.base import (
     SynthesisDraft,
     SynthesisInput,
 )
+from research_tool.agent.engines.cpu_pool import run_cpu
 from research_tool.agent.engines.text.domains import ambiguity_questions, detect_domain
 from research_tool.agent.engines.text.entities import (
     classify_by_definition,
@@ -37,7 +37,7 @@ from research_tool.models.entities import Entity, SourceResult, normalize_key
 from research_tool.models.schemas import PlanResponse
 from research_tool.models.tiers import TierName
 
-# Extraction of documents above this size runs in a worker thread; small ones run inline. (At 20,000 a
+# Extraction of documents above this size runs off the event loop (run_cpu); small ones run inline. (At 20,000 a
 # typical page was extracted inline, tens of ms each, back to back: the server's event loop stalled.)
 THREAD_THRESHOLD_CHARS = 2_000
 
@@ -72,29 +72,32 @@ class OfflineEngine(ReasoningEngine):
         return EngineStep(value=PlanResponse(queries=plan_queries(query, domain, max_queries)))
 
     async def extract(self, query: str, source: SourceResult, iteration: int) -> EngineStep[ExtractResult]:
+        args = (query, source, iteration, self.max_facts_per_source)
         if len(source.text()) > THREAD_THRESHOLD_CHARS:
-            result = await asyncio.to_thread(self._extract, query, source, iteration)
+            result = await run_cpu(extract_source, *args)
         else:
-            result = self._extract(query, source, iteration)
+            result = extract_source(*args)
         return EngineStep(value=result)
 
-    def _extract(self, query: str, source: SourceResult, iteration: int) -> ExtractResult:
-        facts = extract_facts(query, source, iteration, max_facts=self.max_facts_per_source)
-        entities: dict[str, Entity] = {}
-        subject = _document_entity(source, iteration)
-        if subject is not None:
-            entities[subject.key] = subject
-        for fact in facts:
-            for entity in extract_entities(fact.statement, source.url, iteration):
-                entities.setdefault(entity.key, entity)
-        return ExtractResult(facts=facts, entities=list(entities.values()))
-
     async def reflect(self, context: ReflectionContext) -> EngineStep[ReflectionOutcome]:
-        outcome = await asyncio.to_thread(reflect, context, self.model)
+        outcome = await run_cpu(reflect, context, self.model)
         return EngineStep(value=outcome)
 
     async def synthesize(self, request: SynthesisInput) -> EngineStep[SynthesisDraft]:
-        return EngineStep(value=await asyncio.to_thread(synthesize_draft, request))
+        return EngineStep(value=await run_cpu(synthesize_draft, request))
+
+
+def extract_source(query: str, source: SourceResult, iteration: int, max_facts: int) -> ExtractResult:
+    """Facts from one source and the entities they name (module-level: run_cpu pickles it to a worker)."""
+    facts = extract_facts(query, source, iteration, max_facts=max_facts)
+    entities: dict[str, Entity] = {}
+    subject = _document_entity(source, iteration)
+    if subject is not None:
+        entities[subject.key] = subject
+    for fact in facts:
+        for entity in extract_entities(fact.statement, source.url, iteration):
+            entities.setdefault(entity.key, entity)
+    return ExtractResult(facts=facts, entities=list(entities.values()))
 
 
 def _document_entity(source: SourceResult, iteration: int) -> Entity | None:

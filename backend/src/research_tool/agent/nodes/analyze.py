@@ -3,13 +3,13 @@ and detect contradictions."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from research_tool.agent.context import ResearchContext
 from research_tool.agent.decisions.verification import cross_verify
+from research_tool.agent.engines.cpu_pool import run_cpu
 from research_tool.agent.nodes.instrumentation import phase
 from research_tool.agent.nodes.process import to_source
 from research_tool.models.domain import DOMAINS
@@ -23,8 +23,8 @@ async def analyze_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
     facts = [Fact.model_validate(f) for f in (state.get("facts") or {}).values()]
     sources = {url: to_source(s) for url, s in (state.get("sources") or {}).items()}
     threshold = DOMAINS[state["domain"]].verification_threshold
-    # CPU-bound over every source's full text: off the event loop (a server runs many sessions on it)
-    checked = await asyncio.to_thread(cross_verify, [f for f in facts if not f.duplicate], sources, threshold)
+    # CPU-bound over every source's full text: off the event loop and its GIL (a server runs many sessions on it)
+    checked = await run_cpu(cross_verify, [f for f in facts if not f.duplicate], sources, threshold)
     kept = {f.id for f in checked}
     merged_away = [f.model_copy(update={"duplicate": True}) for f in facts if f.id not in kept]
     verified = sum(1 for f in checked if f.verified)

@@ -3,7 +3,6 @@ retrieved source text; unresolvable or unsupported citations removed and counted
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -12,6 +11,7 @@ from research_tool.agent.context import ResearchContext
 from research_tool.agent.decisions.citations import check_citations
 from research_tool.agent.decisions.source_ranking import rank_sources
 from research_tool.agent.engines.base import NumberedSource, SynthesisInput
+from research_tool.agent.engines.cpu_pool import run_cpu
 from research_tool.agent.limits import resolve_limits
 from research_tool.agent.nodes.model_context import compact_for_model, drop_unsupported_claims
 from research_tool.agent.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
@@ -53,7 +53,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             stop_reason=state.get("stop_reason"),
         )
     )
-    checked = await asyncio.to_thread(check_citations, step.value, full_text)  # CPU-bound: off the loop
+    checked = await run_cpu(check_citations, step.value, full_text)  # CPU-bound: off the loop and its GIL
     semantic_draft, semantic_removed, semantic_tokens = await drop_unsupported_claims(ctx, checked.draft, full_text)
     draft, order = renumber(semantic_draft)
     citations = build_citations(order, full_text, all_sources)

@@ -1,0 +1,81 @@
+"""Where CPU-bound engine work runs: in a process pool when one is installed, in a worker thread otherwise.
+
+The server runs many sessions in one process; their text processing (fact extraction, cross-verification,
+the citation check, reflection, synthesis) in threads would hold the GIL and make the event loop wait for it.
+The API app's lifespan installs a pool of `RESEARCH_CPU_WORKERS` processes (`cpu_pool(n)`); the CLI and
+tests install none and get `asyncio.to_thread`. The pool uses the spawn start method, never fork: the
+server has threads (aiosqlite's, the executor's) that a fork would copy mid-state.
+
+`run_cpu(fn, *args)` ships `fn` and its arguments to a worker by pickle: `fn` must be a module-level
+function and its arguments picklable (pydantic models are). A pool that broke (a worker killed) is
+dropped and the call, and every later one, runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import asynccontextmanager
+from typing import TypeVar
+
+from research_tool.core.logging import get_logger
+
+log = get_logger(__name__)
+
+T = TypeVar("T")
+
+_installed: ProcessPoolExecutor | None = None
+
+
+def default_cpu_workers() -> int:
+    return min(2, os.cpu_count() or 1)
+
+
+def installed_pool() -> ProcessPoolExecutor | None:
+    return _installed
+
+
+async def run_cpu(fn: Callable[..., T], *args: object) -> T:
+    """`fn(*args)` off the event loop: in the installed process pool, else in a worker thread."""
+    global _installed
+    pool = _installed
+    if pool is not None:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+        except BrokenProcessPool:
+            if _installed is pool:
+                _installed = None
+                log.warning("cpu_pool_broken", fallback="threads")
+    return await asyncio.to_thread(fn, *args)
+
+
+def _worker_started() -> None:
+    # Ctrl-C reaches the whole process group: the server shuts its pool down; a worker must not die first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@asynccontextmanager
+async def cpu_pool(workers: int) -> AsyncIterator[ProcessPoolExecutor | None]:
+    """Install a pool of `workers` processes for `run_cpu` while the block runs (0: none, threads are used);
+    on exit shut it down (queued work cancelled) and put back whatever was installed before."""
+    global _installed
+    if workers <= 0:
+        yield None
+        return
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_started
+    )
+    previous, _installed = _installed, pool
+    log.info("cpu_pool_started", workers=workers)
+    try:
+        yield pool
+    finally:
+        if _installed is pool:
+            _installed = previous
+        await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+        log.info("cpu_pool_stopped", workers=workers)

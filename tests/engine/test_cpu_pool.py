@@ -1,0 +1,57 @@
+"""run_cpu: the same results in a worker process as in a worker thread, and the work really leaves the process."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from research_tool.agent.decisions.verification import cross_verify
+from research_tool.agent.engines.cpu_pool import cpu_pool, installed_pool, run_cpu
+from research_tool.agent.engines.offline import THREAD_THRESHOLD_CHARS, OfflineEngine, extract_source
+from research_tool.models.entities import Fact
+from tests.engine.corpus_texts import CORLISS_ARCHER_RADIO, KISS_AND_TELL, SHIRLEY_TEMPLE, source
+
+QUESTION = "Which government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+SOURCES = [
+    source("file:///h.jsonl#1", "Kiss and Tell (1945 film)", KISS_AND_TELL),
+    source("file:///h.jsonl#2", "Shirley Temple", SHIRLEY_TEMPLE),
+    source("file:///h.jsonl#3", "Meet Corliss Archer", CORLISS_ARCHER_RADIO),
+]
+LONG = source("file:///long", "Shirley Temple", " ".join([SHIRLEY_TEMPLE, KISS_AND_TELL, CORLISS_ARCHER_RADIO] * 4))
+
+
+async def _extract_and_verify() -> tuple[list[Fact], list[Fact], list[Fact]]:
+    facts = [f for s in SOURCES for f in (await run_cpu(extract_source, QUESTION, s, 1, 8)).facts]
+    verified = await run_cpu(cross_verify, facts, {s.url: s for s in SOURCES}, 0.5)
+    long_facts = (await OfflineEngine().extract(QUESTION, LONG, 2)).value.facts
+    return facts, verified, long_facts
+
+
+async def test_run_cpu_in_a_process_pool_returns_what_a_thread_returns() -> None:
+    assert len(LONG.text()) > THREAD_THRESHOLD_CHARS  # the engine sends it to run_cpu
+    assert installed_pool() is None
+    assert await run_cpu(os.getpid) == os.getpid()  # no pool: a thread of this process
+    in_thread = await _extract_and_verify()
+    assert in_thread[0] and in_thread[1] and in_thread[2]
+
+    async with cpu_pool(1) as pool:
+        assert pool is not None and installed_pool() is pool
+        assert await run_cpu(os.getpid) != os.getpid()
+        in_process = await _extract_and_verify()
+    assert in_process == in_thread
+    assert installed_pool() is None
+
+
+async def test_zero_workers_installs_no_pool() -> None:
+    async with cpu_pool(0) as pool:
+        assert pool is None and installed_pool() is None
+        assert await run_cpu(os.getpid) == os.getpid()
+
+
+async def test_a_broken_pool_falls_back_to_threads() -> None:
+    async with cpu_pool(1):
+        worker = await run_cpu(os.getpid)
+        os.kill(worker, signal.SIGKILL)
+        assert await run_cpu(os.getpid) == os.getpid()
+        assert installed_pool() is None
+        assert (await run_cpu(extract_source, QUESTION, SOURCES[0], 1, 8)).facts
