@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 from research_tool.agent.decisions.verification import cross_verify
 from research_tool.agent.engines.cpu_pool import cpu_pool, installed_pool, run_cpu
@@ -55,3 +60,41 @@ async def test_a_broken_pool_falls_back_to_threads() -> None:
         assert await run_cpu(os.getpid) == os.getpid()
         assert installed_pool() is None
         assert (await run_cpu(extract_source, QUESTION, SOURCES[0], 1, 8)).facts
+
+
+KILLED_SERVER = """
+import asyncio, os, signal
+from research_tool.agent.engines.cpu_pool import cpu_pool, run_cpu
+
+async def main():
+    async with cpu_pool(2):
+        pids = set(await asyncio.gather(*(run_cpu(os.getpid) for _ in range(4))))
+        print("WORKERS", *pids, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main())
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+async def test_workers_exit_when_the_server_process_is_killed() -> None:
+    if not Path("/proc").is_dir():
+        return  # Linux only: liveness read from /proc
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", KILLED_SERVER], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("WORKERS "))
+    workers = [int(p) for p in line.split()[1:]]
+    assert workers and os.getpid() not in workers
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not any(_alive(p) for p in workers)

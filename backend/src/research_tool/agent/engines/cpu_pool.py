@@ -6,6 +6,7 @@ The API app's lifespan installs a pool of `RESEARCH_CPU_WORKERS` processes (`cpu
 tests install none and get `asyncio.to_thread`. The pool uses the spawn start method, never fork: the
 server has threads (aiosqlite's, the executor's) that a fork would copy mid-state.
 
+Workers ignore SIGINT (the server shuts them down) and exit when the server process dies, however it dies.
 `run_cpu(fn, *args)` ships `fn` and its arguments to a worker by pickle: `fn` must be a module-level
 function and its arguments picklable (pydantic models are). A pool that broke (a worker killed) is
 dropped and the call, and every later one, runs in a thread.
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -57,6 +60,16 @@ async def run_cpu(fn: Callable[..., T], *args: object) -> T:
 def _worker_started() -> None:
     # Ctrl-C reaches the whole process group: the server shuts its pool down; a worker must not die first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A worker holds its own end of the task queue, so a server killed outright (SIGKILL, OOM) would leave
+    # it waiting forever: it exits when the server process does.
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), name="cpu-pool-parent-watch", daemon=True).start()
+
+
+def _exit_with(parent_sentinel: int) -> None:
+    multiprocessing.connection.wait([parent_sentinel])
+    os._exit(1)
 
 
 @asynccontextmanager
