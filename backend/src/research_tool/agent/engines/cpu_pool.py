@@ -35,10 +35,6 @@ T = TypeVar("T")
 _installed: ProcessPoolExecutor | None = None
 
 
-def default_cpu_workers() -> int:
-    return min(2, os.cpu_count() or 1)
-
-
 def installed_pool() -> ProcessPoolExecutor | None:
     return _installed
 
