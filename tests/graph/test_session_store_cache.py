@@ -4,8 +4,10 @@ the cached record is the one SQLite holds (compared with a fresh read on a secon
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiosqlite
 import pytest
 
 from research_tool.core.errors import SessionNotFoundError
@@ -14,8 +16,16 @@ from research_tool.services.session_store import SessionStore
 from research_tool.services.storage import open_database
 
 
-async def test_status_read_after_update_returns_new_progress_and_delete_forgets(tmp_path: Path) -> None:
-    conn = await open_database(tmp_path / "sessions.db")
+@pytest.fixture
+async def conn(tmp_path: Path) -> AsyncIterator[aiosqlite.Connection]:
+    connection = await open_database(tmp_path / "sessions.db")
+    try:
+        yield connection
+    finally:
+        await connection.close()  # also when an assertion failed: aiosqlite's thread would keep pytest alive
+
+
+async def test_status_read_after_update_returns_new_progress_and_delete_forgets(conn: aiosqlite.Connection) -> None:
     store = SessionStore(conn)
     record = await store.create(ResearchRequest(query="What is SQLite?"))
     assert (await store.get(record.id)).progress == {}
@@ -31,12 +41,9 @@ async def test_status_read_after_update_returns_new_progress_and_delete_forgets(
     assert not await store.exists(record.id)
     with pytest.raises(SessionNotFoundError):
         await store.get(record.id)
-    await conn.close()
 
 
-async def test_cached_record_equals_a_fresh_read_from_sqlite(tmp_path: Path) -> None:
-    db = tmp_path / "sessions.db"
-    conn = await open_database(db)
+async def test_cached_record_equals_a_fresh_read_from_sqlite(conn: aiosqlite.Connection, tmp_path: Path) -> None:
     store = SessionStore(conn)
     record = await store.create(ResearchRequest(query="Who wrote Dune?", providers=["wikipedia"]))
     await store.update(record.id, stop_requested=1, status="stopping", progress={"sources_found": 3, "t": (1, 2)})
@@ -45,28 +52,25 @@ async def test_cached_record_equals_a_fresh_read_from_sqlite(tmp_path: Path) -> 
     await store.update(record.id, clarify_answers=[], error="x")
     cached = await store.get(record.id)
 
-    other = await open_database(db)
-    fresh = await SessionStore(other).get(record.id)
+    other = await open_database(tmp_path / "sessions.db")
+    try:
+        fresh = await SessionStore(other).get(record.id)
+    finally:
+        await other.close()
     assert cached == fresh
     assert cached.stop_requested is True and cached.progress["t"] == [1, 2] and cached.clarify_answers == []
-    await other.close()
-    await conn.close()
 
 
-async def test_a_caller_changing_its_copy_does_not_change_the_store(tmp_path: Path) -> None:
-    conn = await open_database(tmp_path / "sessions.db")
+async def test_a_caller_changing_its_copy_does_not_change_the_store(conn: aiosqlite.Connection) -> None:
     store = SessionStore(conn)
     record = await store.create(ResearchRequest(query="What is WAL mode?"))
     await store.update(record.id, progress={"iteration": 1})
     mine = await store.get(record.id)
     mine.progress["iteration"] = 99
     assert (await store.get(record.id)).progress == {"iteration": 1}
-    await conn.close()
 
 
-async def test_reads_racing_writes_end_with_the_last_write(tmp_path: Path) -> None:
-    db = tmp_path / "sessions.db"
-    conn = await open_database(db)
+async def test_reads_racing_writes_end_with_the_last_write(conn: aiosqlite.Connection) -> None:
     record = await SessionStore(conn).create(ResearchRequest(query="What is a B-tree?"))
     store = SessionStore(conn)  # empty cache: the first reads go to SQLite while the updates run
 
@@ -80,4 +84,16 @@ async def test_reads_racing_writes_end_with_the_last_write(tmp_path: Path) -> No
     await asyncio.gather(store.get(record.id), store.delete(record.id), return_exceptions=True)
     with pytest.raises(SessionNotFoundError):
         await store.get(record.id)
-    await conn.close()
+
+
+async def test_a_read_issued_after_an_update_started_sees_it(conn: aiosqlite.Connection) -> None:
+    """As on the one shared connection, where a SELECT queued behind an UPDATE saw it: a caller that checks
+    a record and then updates it is not interleaved with another caller's read of the old record."""
+    store = SessionStore(conn)
+    record = await store.create(ResearchRequest(query="What is fsync?"))
+    writing = asyncio.create_task(store.update(record.id, stop_requested=1, status="stopping"))
+    await asyncio.sleep(0)  # the update has been issued, not committed
+    assert not writing.done()
+    seen = await store.get(record.id)
+    assert seen.stop_requested and seen.status == "stopping"
+    await writing

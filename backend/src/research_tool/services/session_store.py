@@ -134,6 +134,14 @@ class SessionStore:
         encoded["updated_at"] = utc_now_iso()
         assignments = ", ".join(f"{k} = ?" for k in encoded)
         self._writes[session_id] = self._writes.get(session_id, 0) + 1
+        # The cache takes the write when it is issued, as the shared connection did (a read queued behind an
+        # UPDATE sees it): a check-then-update by one caller is not interleaved with another's read.
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            try:
+                self._cache[session_id] = _updated(cached, encoded)
+            except ValidationError:
+                self._cache.pop(session_id, None)  # a value a read would reject: let the next read say so
         try:
             await self._conn.execute(
                 f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id)
@@ -142,13 +150,6 @@ class SessionStore:
         except BaseException:
             self._cache.pop(session_id, None)  # the row is what SQLite says it is: read it again next time
             raise
-        cached = self._cache.get(session_id)
-        if cached is not None:
-            try:
-                self._cache[session_id] = _updated(cached, encoded)
-            except ValidationError:
-                self._cache.pop(session_id, None)  # a value a read would reject too: let the read say so
-                raise
 
     async def delete(self, session_id: str) -> None:
         self._writes[session_id] = self._writes.get(session_id, 0) + 1
