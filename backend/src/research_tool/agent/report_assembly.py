@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from research_tool.agent.engines.base import NumberedSource, SynthesisDraft
+from research_tool.core.errors import BadInputError
 from research_tool.models.entities import Citation, Fact, utc_now_iso
 from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
 from research_tool.models.state import ResearchState
@@ -52,7 +53,7 @@ def _citation_type(source: dict[str, Any]) -> str:
     name = (source.get("found_by") or [source.get("source_name", "")])[0]
     try:
         return provider_class(name).kind
-    except Exception:  # noqa: BLE001 - an unknown provider name in old state only loses the type
+    except BadInputError:  # an unknown provider name in old state only loses the type
         return "web"
 
 
