@@ -87,6 +87,19 @@ def required_slots(question: str) -> list[Slot]:
     return slots
 
 
+def which_slot(phrase: str) -> Slot:
+    """The answer slot of "which/what <phrase> ...": a person, place, date or other entity by its head noun."""
+    head_words = tuple(w for w in phrase.split() if w not in ("kind", "type", "sort", "of"))
+    head = head_words[-1] if head_words else ""
+    kind: SlotKind = (
+        "person" if head in _PERSON_HEADS
+        else "place" if head in _PLACE_HEADS
+        else "date" if head in _DATE_HEADS
+        else "entity"
+    )
+    return Slot("answer", kind, head_words, f"the {phrase}")
+
+
 def _answer_slot(text: str, lowered: str, first: str) -> Slot:
     if re.match(r"^(?:how many|how much|how old|how long|how far|how big|how large|what percentage|what number)\b", lowered):
         return Slot("answer", "number", (), "a quantity")
@@ -102,15 +115,7 @@ def _answer_slot(text: str, lowered: str, first: str) -> Slot:
         return Slot("answer", "yes_no", (), "a yes/no verdict")
     which = re.match(r"^(?:in |of |for )?(?:which|what)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(?:is|was|are|were|did|does|do|has|had|held|has been)\b", lowered)
     if which:
-        head_words = tuple(w for w in which.group(1).split() if w not in ("kind", "type", "sort", "of"))
-        head = head_words[-1] if head_words else ""
-        if head in _PERSON_HEADS:
-            return Slot("answer", "person", head_words, f"the {which.group(1)}")
-        if head in _PLACE_HEADS:
-            return Slot("answer", "place", head_words, f"the {which.group(1)}")
-        if head in _DATE_HEADS:
-            return Slot("answer", "date", head_words, f"the {which.group(1)}")
-        return Slot("answer", "entity", head_words, f"the {which.group(1)}")
+        return which_slot(which.group(1))
     if first == "how":
         return Slot("answer", "method", (), "how it is done or works")
     if re.match(r"^(?:what|who) (?:is|are|was|were)\b", lowered) or len(lowered.split()) <= 3:
@@ -139,15 +144,7 @@ def _embedded_wh_slot(lowered: str) -> Slot | None:
         return None
     if which.group(1).split()[0] in ("is", "was", "are", "were", "did", "does", "do", "has", "had"):
         return None
-    head_words = tuple(w for w in which.group(1).split() if w not in ("kind", "type", "sort", "of"))
-    head = head_words[-1] if head_words else ""
-    if head in _PERSON_HEADS:
-        return Slot("answer", "person", head_words, f"the {which.group(1)}")
-    if head in _PLACE_HEADS:
-        return Slot("answer", "place", head_words, f"the {which.group(1)}")
-    if head in _DATE_HEADS:
-        return Slot("answer", "date", head_words, f"the {which.group(1)}")
-    return Slot("answer", "entity", head_words, f"the {which.group(1)}")
+    return which_slot(which.group(1))
 
 
 def evaluate_slots(question: str, facts: Sequence[Fact]) -> SlotReport:
