@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml constraints.txt
 venv: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m research_tool.services.search.demo_corpus $(DEMO_CORPUS)
+	$(BIN)/python -m research_tool.demo_corpus $(DEMO_CORPUS)
 	$(BIN)/research-tool run "$(Q)" --corpus $(DEMO_CORPUS) --providers local --no-fetch --tier standard
 
 test: $(STAMP)

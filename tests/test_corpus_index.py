@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from research_tool.core.errors import BadInputError
-from research_tool.services.search import corpus_index
-from research_tool.services.search.corpus_index import CorpusIndex, build_match_query
+from research_tool.providers.local_corpus import index as corpus_index
+from research_tool.providers.local_corpus.index import CorpusIndex, build_match_query
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact" / "corpus.jsonl"
 

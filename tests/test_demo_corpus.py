@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from research_tool.core.errors import BadInputError
-from research_tool.services.search.corpus_index import CorpusIndex
-from research_tool.services.search.demo_corpus import (
+from research_tool.providers.local_corpus.index import CorpusIndex
+from research_tool.demo_corpus import (
     DEMO_MODULES,
     MARKER_FILE,
     build_demo_corpus,
@@ -120,7 +120,7 @@ def test_module_list_is_standard_library_only() -> None:
 @pytest.mark.slow
 def test_runs_as_a_module(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "research_tool.services.search.demo_corpus", str(tmp_path / "d")],
+        [sys.executable, "-m", "research_tool.demo_corpus", str(tmp_path / "d")],
         capture_output=True,
         text=True,
         timeout=120,

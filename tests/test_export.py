@@ -12,7 +12,7 @@ import pytest
 from research_tool.core.errors import BadInputError
 from research_tool.models.entities import Citation
 from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
-from research_tool.services.export import (
+from research_tool.reporting.export import (
     EXPORT_FORMATS,
     bib_escape,
     bib_keys,

@@ -11,9 +11,9 @@ import pytest
 
 from research_tool.core.errors import BadInputError, ProviderUnavailableError
 from research_tool.core.settings import Settings
-from research_tool.services.search.corpus_index import CorpusIndex
-from research_tool.services.search.local import MAX_CONTENT_CHARS, LocalProvider, truncate_text
-from research_tool.services.search.registry import create_provider
+from research_tool.providers.local_corpus.index import CorpusIndex
+from research_tool.providers.search.local import MAX_CONTENT_CHARS, LocalProvider, truncate_text
+from research_tool.providers.registry import create_provider
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ from fastapi import FastAPI
 
 from research_tool.api.app import create_app
 from research_tool.core.settings import PROVIDER_NAMES, Settings
-from research_tool.services.research_services import ResearchServices
-from research_tool.services.search.rate_limiter import RATE_LIMITERS
-from research_tool.utils.circuit_breaker import CIRCUIT_BREAKERS
+from research_tool.runtime.composition import ResearchServices
+from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
+from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
 from research_tool.bench.wiki_replay import Page, WikiReplay, build_pages, running_wiki
 
 CLOSED_PORT_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused at once

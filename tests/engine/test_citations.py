@@ -1,5 +1,5 @@
-from research_tool.agent.decisions.citations import check_citations, rank_sources_for_citation
-from research_tool.agent.engines.base import FindingDraft, NumberedSource, SynthesisDraft
+from research_tool.graph.decisions.citations import check_citations, rank_sources_for_citation
+from research_tool.engines.base import FindingDraft, NumberedSource, SynthesisDraft
 from research_tool.models.entities import Evidence, Fact
 from tests.engine.corpus_texts import KISS_AND_TELL, SHIRLEY_TEMPLE, source
 

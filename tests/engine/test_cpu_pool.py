@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from research_tool.agent.decisions.verification import cross_verify
-from research_tool.agent.engines.cpu_pool import cpu_pool, installed_pool, run_cpu
-from research_tool.agent.engines.offline import THREAD_THRESHOLD_CHARS, OfflineEngine, extract_source
+from research_tool.graph.decisions.verification import cross_verify
+from research_tool.engines.cpu_pool import cpu_pool, installed_pool, run_cpu
+from research_tool.engines.offline import THREAD_THRESHOLD_CHARS, OfflineEngine, extract_source
 from research_tool.models.entities import Fact
 from tests.engine.corpus_texts import CORLISS_ARCHER_RADIO, KISS_AND_TELL, SHIRLEY_TEMPLE, source
 
@@ -64,7 +64,7 @@ async def test_a_broken_pool_falls_back_to_threads() -> None:
 
 KILLED_SERVER = """
 import asyncio, os, signal
-from research_tool.agent.engines.cpu_pool import cpu_pool, run_cpu
+from research_tool.engines.cpu_pool import cpu_pool, run_cpu
 
 async def main():
     async with cpu_pool(2):

@@ -1,4 +1,4 @@
-from research_tool.agent.engines.text.facts import (
+from research_tool.engines.text.facts import (
     clean_statement,
     extract_facts,
     extraction_quality,

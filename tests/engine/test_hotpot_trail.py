@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from research_tool.agent.engines.base import ReflectionContext
-from research_tool.agent.engines.offline import OfflineEngine
-from research_tool.services.search.corpus_index import CorpusIndex
+from research_tool.engines.base import ReflectionContext
+from research_tool.engines.offline import OfflineEngine
+from research_tool.providers.local_corpus.index import CorpusIndex
 
 EVAL = Path("/work/shared/eval/hotpotqa_train100")
 pytestmark = pytest.mark.skipif(not EVAL.is_dir(), reason="shared HotpotQA eval folder not present")

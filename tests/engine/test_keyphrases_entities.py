@@ -1,11 +1,11 @@
-from research_tool.agent.engines.text.entities import (
+from research_tool.engines.text.entities import (
     classify_by_definition,
     clean_title,
     extract_entities,
     find_mentions,
 )
-from research_tool.agent.engines.text.keyphrases import build_query, keyphrases, query_signature
-from research_tool.agent.engines.text.tokens import stem
+from research_tool.engines.text.keyphrases import build_query, keyphrases, query_signature
+from research_tool.engines.text.tokens import stem
 from tests.engine.corpus_texts import KISS_AND_TELL, SHIRLEY_TEMPLE
 
 QUESTION = "Which government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"

@@ -1,10 +1,10 @@
 import re
 
-from research_tool.agent.decisions.citations import check_citations
-from research_tool.agent.decisions.verification import cross_verify
-from research_tool.agent.engines.base import NumberedSource, ReflectionContext, SynthesisInput
-from research_tool.agent.engines.offline import OfflineEngine
-from research_tool.agent.engines.text.keyphrases import query_signature
+from research_tool.graph.decisions.citations import check_citations
+from research_tool.graph.decisions.verification import cross_verify
+from research_tool.engines.base import NumberedSource, ReflectionContext, SynthesisInput
+from research_tool.engines.offline import OfflineEngine
+from research_tool.engines.text.keyphrases import query_signature
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import Fact, normalize_key
 from tests.engine.corpus_texts import CORLISS_ARCHER_RADIO, KISS_AND_TELL, SHIRLEY_TEMPLE, source

@@ -1,4 +1,4 @@
-from research_tool.agent.engines.text.sentences import split_sentences
+from research_tool.engines.text.sentences import split_sentences
 from tests.engine.corpus_texts import SHIRLEY_TEMPLE, SUBPROCESS_DOC
 
 

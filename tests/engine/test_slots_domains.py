@@ -1,5 +1,5 @@
-from research_tool.agent.engines.text.domains import ambiguity_questions, detect_domain
-from research_tool.agent.engines.text.slots import evaluate_slots, required_slots
+from research_tool.engines.text.domains import ambiguity_questions, detect_domain
+from research_tool.engines.text.slots import evaluate_slots, required_slots
 from research_tool.models.entities import Evidence, Fact
 
 

@@ -1,5 +1,5 @@
-from research_tool.agent.decisions.verification import cross_verify, source_credibility, witness_key
-from research_tool.agent.engines.text.facts import extract_facts
+from research_tool.graph.decisions.verification import cross_verify, source_credibility, witness_key
+from research_tool.engines.text.facts import extract_facts
 from research_tool.models.entities import Evidence, Fact
 from tests.engine.corpus_texts import KISS_AND_TELL, SHIRLEY_TEMPLE, SUBPROCESS_DOC, SUBPROCESS_MIRROR, source
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from research_tool.core.settings import Settings
-from research_tool.services.search.demo_corpus import build_demo_corpus
+from research_tool.demo_corpus import build_demo_corpus
 
 MODULES = ("subprocess", "shlex", "signal", "json", "csv", "pathlib", "shutil", "tempfile", "sqlite3", "zipfile")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from research_tool.services.event_log import EventLog
-from research_tool.services.storage import open_database
+from research_tool.runtime.event_log import EventLog
+from research_tool.runtime.storage import open_database
 
 
 async def test_seq_is_gapless_per_session_and_continues_after_reopen(tmp_path: Path) -> None:

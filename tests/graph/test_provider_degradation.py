@@ -6,7 +6,7 @@ from pathlib import Path
 
 from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
-from research_tool.services.search.registry import PROVIDER_CLASSES, provider_class
+from research_tool.providers.registry import PROVIDER_CLASSES, provider_class
 from tests.support.counting_server import counting_server
 from tests.support.sessions import assert_citations_resolve, run_session
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from research_tool.agent.engines.base import EngineStep, SynthesisDraft, SynthesisInput
-from research_tool.agent.engines.offline import OfflineEngine
+from research_tool.engines.base import EngineStep, SynthesisDraft, SynthesisInput
+from research_tool.engines.offline import OfflineEngine
 from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
 from tests.support.sessions import assert_citations_resolve, run_session

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from research_tool.agent.decisions.saturation import (
+from research_tool.graph.decisions.saturation import (
     GuardReadings,
     SaturationThresholds,
     StopReason,

@@ -12,8 +12,8 @@ import pytest
 
 from research_tool.core.errors import SessionNotFoundError
 from research_tool.models.request import ResearchRequest
-from research_tool.services.session_store import SessionStore
-from research_tool.services.storage import open_database
+from research_tool.runtime.session_store import SessionStore
+from research_tool.runtime.storage import open_database
 
 
 @pytest.fixture

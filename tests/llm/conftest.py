@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pytest
 import structlog
 
-from research_tool.agent.engines.factory import create_engine
-from research_tool.agent.engines.llm import LLMEngine
+from research_tool.engines.factory import create_engine
+from research_tool.engines.llm import LLMEngine
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 

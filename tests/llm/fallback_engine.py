@@ -6,7 +6,7 @@ happen (and which step it was) without depending on the offline engine's own out
 
 from __future__ import annotations
 
-from research_tool.agent.engines.base import (
+from research_tool.engines.base import (
     ClarifyResult,
     EngineStep,
     ExtractResult,

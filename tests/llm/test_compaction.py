@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from research_tool.agent.engines.compaction import (
+from research_tool.engines.compaction import (
     REASON_BEFORE_SYNTHESIS,
     REASON_BUDGET_LOW,
     REASON_STATE_TOO_LARGE,

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from research_tool.agent.engines.factory import create_engine, endpoint_is_local, parse_model_spec
-from research_tool.agent.engines.llm import LLMEngine
+from research_tool.engines.factory import create_engine, endpoint_is_local, parse_model_spec
+from research_tool.engines.llm import LLMEngine
 from research_tool.core.errors import BadInputError, EngineUnavailableError
 from research_tool.core.settings import Settings
 
@@ -153,7 +153,7 @@ async def test_openai_preflight(openai_server: OpenAIServer) -> None:
 
 
 def test_check_engine_settings_validates_without_building_a_client() -> None:
-    from research_tool.agent.engines.factory import check_engine_settings
+    from research_tool.engines.factory import check_engine_settings
 
     assert check_engine_settings(Settings(_env_file=None, llm="offline"), privacy_mode="local_only") is None  # type: ignore[call-arg]
     spec = check_engine_settings(llm_settings("ollama", "http://127.0.0.1:11434"), privacy_mode="local_only")

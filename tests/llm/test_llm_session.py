@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from research_tool.models.request import ResearchRequest
-from research_tool.services.search.demo_corpus import build_demo_corpus
+from research_tool.demo_corpus import build_demo_corpus
 from tests.support.sessions import assert_citations_resolve, run_session
 
 from .conftest import llm_settings

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from research_tool.agent.engines.base import NumberedSource, ReflectionContext, SynthesisInput
-from research_tool.agent.engines.compaction import REASON_BUDGET_LOW, should_compact
+from research_tool.engines.base import NumberedSource, ReflectionContext, SynthesisInput
+from research_tool.engines.compaction import REASON_BUDGET_LOW, should_compact
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import Entity, Evidence, Fact, SourceResult
 

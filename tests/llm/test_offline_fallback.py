@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from research_tool.agent.engines.factory import create_engine
-from research_tool.agent.engines.llm import LLMEngine
+from research_tool.engines.factory import create_engine
+from research_tool.engines.llm import LLMEngine
 from research_tool.models.domain import DOMAINS
 
 from .conftest import llm_settings
@@ -13,7 +13,7 @@ from .servers import OpenAIServer
 
 
 async def test_invalid_twice_is_done_by_the_offline_engine(openai_server: OpenAIServer) -> None:
-    offline = pytest.importorskip("research_tool.agent.engines.offline")
+    offline = pytest.importorskip("research_tool.engines.offline")
     openai_server.script("plan", "no JSON here", '{"plan": []}')
     engine = create_engine(llm_settings("openai", openai_server.base_url), privacy_mode="local_only")
     assert isinstance(engine, LLMEngine)

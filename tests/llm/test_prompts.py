@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from research_tool.agent.engines.prompt_templates import load_prompt, source_block
+from research_tool.engines.prompt_templates import load_prompt, source_block
 
 STEPS = ["clarify", "apply_answers", "plan", "extract", "reflect", "synthesize", "citation_support"]
 WITH_RETRIEVED_TEXT = ["extract", "reflect", "synthesize", "citation_support"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from research_tool.agent.engines.base import NumberedSource, ReflectionContext, SynthesisInput
+from research_tool.engines.base import NumberedSource, ReflectionContext, SynthesisInput
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from research_tool.agent.engines.llm_schemas import ClarifyAnswer, SynthesizeAnswer
-from research_tool.agent.engines.structured_output import parse_structured, strip_reasoning
+from research_tool.engines.llm_schemas import ClarifyAnswer, SynthesizeAnswer
+from research_tool.engines.structured_output import parse_structured, strip_reasoning
 from research_tool.core.errors import EngineOutputError
 from research_tool.models.schemas import PlanResponse
 

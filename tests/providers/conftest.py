@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from research_tool.core.settings import PROVIDER_NAMES, Settings
-from research_tool.services.http import create_http_client
-from research_tool.services.search.rate_limiter import RATE_LIMITERS
-from research_tool.utils.circuit_breaker import CIRCUIT_BREAKERS
+from research_tool.providers.http_client import create_http_client
+from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
+from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
 
 from .replay import ReplayServer
 

@@ -11,8 +11,8 @@ import pytest
 
 from research_tool.core.errors import FetchRefusedError, ProviderResponseError
 from research_tool.core.settings import Settings
-from research_tool.services.search.browser import browser_unavailable_reason
-from research_tool.services.search.crawler import Crawler
+from research_tool.providers.fetching.browser import browser_unavailable_reason
+from research_tool.providers.fetching.crawler import Crawler
 
 from .replay import Reply, ReplayServer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from research_tool.models.entities import SourceResult
-from research_tool.services.search.canonical import (
+from research_tool.providers.source_identity import (
     arxiv_id,
     canonical_url,
     dedup_keys,

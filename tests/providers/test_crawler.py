@@ -13,11 +13,11 @@ import pytest
 from research_tool.core.errors import AccessDeniedError, FetchRefusedError, ProviderResponseError
 from research_tool.core.settings import Settings
 from research_tool.models.entities import SourceResult
-from research_tool.services.memory import MemoryStore
-from research_tool.services.search.crawler import Crawler
-from research_tool.services.search.full_text import fetch_full_text
-from research_tool.services.search.open_access import fetch_open_access
-from research_tool.services.search.unpaywall import UnpaywallProvider
+from research_tool.providers.memory import MemoryStore
+from research_tool.providers.fetching.crawler import Crawler
+from research_tool.providers.fetching.full_text import fetch_full_text
+from research_tool.providers.fetching.open_access import fetch_open_access
+from research_tool.providers.search.unpaywall import UnpaywallProvider
 
 from .recordings import raw_bytes, raw_json
 from .replay import Reply, ReplayServer

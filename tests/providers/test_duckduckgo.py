@@ -13,7 +13,7 @@ import pytest
 
 from research_tool.core.errors import RateLimitError
 from research_tool.core.settings import Settings
-from research_tool.services.search.duckduckgo import DuckDuckGoProvider, normalize_results
+from research_tool.providers.search.duckduckgo import DuckDuckGoProvider, normalize_results
 
 from .replay import Reply, ReplayServer
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import httpx
 
 from research_tool.core.settings import Settings
-from research_tool.services.memory import MemoryStore
-from research_tool.services.search.gateway import SearchGateway
-from research_tool.services.search.semantic_scholar import SemanticScholarProvider
-from research_tool.services.search.tavily import TavilyProvider
-from research_tool.utils.circuit_breaker import CircuitBreaker, CircuitBreakerRegistry, CircuitState
-from research_tool.utils.retry import RetryPolicy
+from research_tool.providers.memory import MemoryStore
+from research_tool.providers.gateway import SearchGateway
+from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
+from research_tool.providers.search.tavily import TavilyProvider
+from research_tool.providers.resilience.circuit_breaker import CircuitBreaker, CircuitBreakerRegistry, CircuitState
+from research_tool.providers.resilience.retry import RetryPolicy
 
 from .recordings import vcr_interactions
 from .replay import Reply, ReplayServer
@@ -148,7 +148,7 @@ async def test_unparseable_payload_is_a_recorded_failure_not_a_crash(
 
 
 def test_breakers_and_limiters_are_shared_by_every_gateway_in_the_process(make_settings: Callable[..., Settings]) -> None:
-    from research_tool.services.search.rate_limiter import provider_limiter
+    from research_tool.providers.resilience.rate_limiter import provider_limiter
 
     settings = make_settings()
     one, other = SemanticScholarProvider(settings, httpx.AsyncClient()), SemanticScholarProvider(settings, httpx.AsyncClient())

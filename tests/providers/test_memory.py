@@ -6,7 +6,7 @@ from pathlib import Path
 
 from research_tool.core.settings import Settings
 from research_tool.models.entities import AccessFailure
-from research_tool.services.memory import NEUTRAL_SCORE, MemoryStore
+from research_tool.providers.memory import NEUTRAL_SCORE, MemoryStore
 
 
 def _failure(provider: str, error_type: str = "server_error", url: str | None = None) -> AccessFailure:

@@ -9,12 +9,12 @@ from collections.abc import Callable
 import httpx
 
 from research_tool.core.settings import Settings
-from research_tool.services.search.brave import BraveProvider
-from research_tool.services.search.gateway import SearchGateway
-from research_tool.services.search.pubmed import PubMedProvider
-from research_tool.services.search.semantic_scholar import SemanticScholarProvider
-from research_tool.utils.circuit_breaker import CircuitBreakerRegistry
-from research_tool.utils.retry import RetryPolicy
+from research_tool.providers.search.brave import BraveProvider
+from research_tool.providers.gateway import SearchGateway
+from research_tool.providers.search.pubmed import PubMedProvider
+from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
+from research_tool.providers.resilience.circuit_breaker import CircuitBreakerRegistry
+from research_tool.providers.resilience.retry import RetryPolicy
 
 from .recordings import raw_bytes, vcr_interactions
 from .replay import Reply, ReplayServer

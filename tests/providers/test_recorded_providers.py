@@ -10,16 +10,16 @@ import pytest
 
 from research_tool.core.errors import ProviderResponseError, RateLimitError
 from research_tool.core.settings import Settings
-from research_tool.services.search.arxiv import ArxivProvider
-from research_tool.services.search.brave import BraveProvider
-from research_tool.services.search.exa import ExaProvider
-from research_tool.services.search.pubmed import PubMedProvider
-from research_tool.services.search.rate_limiter import provider_limiter
-from research_tool.services.search.registry import create_provider
-from research_tool.services.search.semantic_scholar import SemanticScholarProvider
-from research_tool.services.search.tavily import TavilyProvider
-from research_tool.services.search.unpaywall import UnpaywallProvider
-from research_tool.services.search.wikipedia import WikipediaProvider
+from research_tool.providers.search.arxiv import ArxivProvider
+from research_tool.providers.search.brave import BraveProvider
+from research_tool.providers.search.exa import ExaProvider
+from research_tool.providers.search.pubmed import PubMedProvider
+from research_tool.providers.resilience.rate_limiter import provider_limiter
+from research_tool.providers.registry import create_provider
+from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
+from research_tool.providers.search.tavily import TavilyProvider
+from research_tool.providers.search.unpaywall import UnpaywallProvider
+from research_tool.providers.search.wikipedia import WikipediaProvider
 
 from .recordings import arxiv_recording, raw_bytes, rvcr_interactions, vcr_interactions
 from .replay import Reply, ReplayServer

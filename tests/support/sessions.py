@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from research_tool.agent.engines.base import ReasoningEngine
+from research_tool.engines.base import ReasoningEngine
 from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
-from research_tool.services.research_services import open_research_services
-from research_tool.services.session_store import SessionRecord
+from research_tool.runtime.composition import open_research_services
+from research_tool.runtime.session_store import SessionRecord
 
 MARKER = re.compile(r"\[(\d+)\]")
 

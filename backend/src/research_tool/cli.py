@@ -167,7 +167,7 @@ async def ask_questions(questions: list[str]) -> list[str]:
 
 def render_report(report: dict[str, Any], fmt: str) -> str:
     from research_tool.models.report import Report
-    from research_tool.services.export import render_report as render
+    from research_tool.reporting.export import render_report as render
 
     return render(Report.model_validate(report), fmt)
 
@@ -210,7 +210,7 @@ async def drive_session(services: Any, session_id: str, fmt: str, out: Path | No
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     request = request_from_args(args)
-    from research_tool.services.research_services import open_research_services
+    from research_tool.runtime.composition import open_research_services
 
     async with open_research_services(settings) as services:
         services.validate(request)
@@ -222,7 +222,7 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.services.research_services import open_research_services
+    from research_tool.runtime.composition import open_research_services
 
     async with open_research_services(settings) as services:
         record = await services.store.get(args.session_id)
@@ -236,8 +236,8 @@ async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.services.session_store import SessionStore
-    from research_tool.services.storage import open_database
+    from research_tool.runtime.session_store import SessionStore
+    from research_tool.runtime.storage import open_database
 
     conn = await open_database(settings.db_path("sessions.db"))
     try:
@@ -260,7 +260,7 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.services.research_services import open_research_services
+    from research_tool.runtime.composition import open_research_services
 
     async with open_research_services(settings) as services:
         emit_output(render_report(await services.runner.report(args.session_id), args.format), None)
@@ -283,9 +283,9 @@ def read_batch(path: Path) -> list[tuple[str, str]]:
 
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.services.http import create_http_client
-    from research_tool.services.search.gateway import SearchGateway
-    from research_tool.services.search.registry import create_provider
+    from research_tool.providers.http_client import create_http_client
+    from research_tool.providers.gateway import SearchGateway
+    from research_tool.providers.registry import create_provider
 
     if bool(args.query) == bool(args.queries):
         raise CliError("give either a QUERY or --queries FILE")
@@ -333,7 +333,7 @@ def print_results_table(results: list[dict[str, Any]]) -> None:
 
 
 async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.services.search.corpus_index import CorpusIndex
+    from research_tool.providers.local_corpus.index import CorpusIndex
 
     if not args.folder.is_dir():
         raise CliError(f"folder not found: {args.folder}")
@@ -345,9 +345,9 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.models.domain import DOMAINS
-    from research_tool.services.http import create_http_client
-    from research_tool.services.memory import MemoryStore
-    from research_tool.services.search.registry import PROVIDER_CLASSES, create_provider
+    from research_tool.providers.http_client import create_http_client
+    from research_tool.providers.memory import MemoryStore
+    from research_tool.providers.registry import PROVIDER_CLASSES, create_provider
 
     names = list(PROVIDER_CLASSES)
     ranking: dict[str, float] = {}

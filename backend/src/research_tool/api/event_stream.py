@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from research_tool.models.events import Event
-from research_tool.services.research_services import ResearchServices
+from research_tool.runtime.composition import ResearchServices
 
 DEFAULT_IDLE_S = 15.0
 _END = object()

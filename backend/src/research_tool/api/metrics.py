@@ -16,9 +16,9 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from research_tool.models.events import Event
-from research_tool.services.research_services import ResearchServices
-from research_tool.services.search.gateway import SearchOutcome
-from research_tool.services.session_store import ACTIVE_STATUSES, FINISHED_STATUSES
+from research_tool.runtime.composition import ResearchServices
+from research_tool.providers.gateway import SearchOutcome
+from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES
 
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 LOOP_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)

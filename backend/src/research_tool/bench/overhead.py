@@ -28,7 +28,7 @@ from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.results import BenchResult
 from research_tool.bench.wiki_replay import build_pages, running_wiki
 from research_tool.models.request import ResearchRequest
-from research_tool.services.research_services import open_research_services
+from research_tool.runtime.composition import open_research_services
 
 QUESTIONS = (
     "How do I run a subprocess with a timeout and capture its output?",

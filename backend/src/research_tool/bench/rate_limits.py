@@ -25,8 +25,8 @@ from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.results import BenchResult
 from research_tool.bench.wiki_replay import WikiReplay, build_pages, running_wiki
 from research_tool.models.request import ResearchRequest
-from research_tool.services.research_services import open_research_services
-from research_tool.services.search.rate_limiter import RateLimiter, endpoint_key, get_rate_limiter
+from research_tool.runtime.composition import open_research_services
+from research_tool.providers.resilience.rate_limiter import RateLimiter, endpoint_key, get_rate_limiter
 
 QUESTIONS = (
     "How do I run a subprocess with a timeout and capture its output?",

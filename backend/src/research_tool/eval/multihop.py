@@ -23,8 +23,8 @@ from typing import Any
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
-from research_tool.services.research_services import open_research_services
-from research_tool.services.search.corpus_index import CorpusIndex
+from research_tool.runtime.composition import open_research_services
+from research_tool.providers.local_corpus.index import CorpusIndex
 
 DEFAULT_EVAL_DIR = Path(__file__).resolve().parents[4].parent / "shared" / "eval"
 MARKER = re.compile(r"\[(\d+)\]")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from research_tool.core.logging import configure_logging
-from research_tool.services.search.corpus_index import (
+from research_tool.providers.local_corpus.index import (
     DEFAULT_BODY_WEIGHT,
     DEFAULT_TITLE_WEIGHT,
     CorpusIndex,

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from research_tool.models import schemas
-from research_tool.services.session_store import SessionRecord, SessionStatus
+from research_tool.models.sessions import SessionRecord, SessionStatus
 
 MAX_ANSWERS = 10
 MAX_ANSWER_CHARS = 2000

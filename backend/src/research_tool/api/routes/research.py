@@ -35,7 +35,7 @@ from research_tool.models.api import (
 from research_tool.models.events import Event
 from research_tool.models.report import Report
 from research_tool.models.request import ReportFormat, ResearchRequest
-from research_tool.services.research_services import ResearchServices
+from research_tool.runtime.composition import ResearchServices
 
 log = get_logger(__name__)
 
@@ -195,7 +195,7 @@ async def _sse(services: ResearchServices, session_id: str, after: int) -> Async
 def render(report: dict[str, Any], fmt: str) -> Response:
     if fmt == "json":
         return JSONResponse(report)
-    from research_tool.services.export import render_report
+    from research_tool.reporting.export import render_report
 
     return Response(render_report(Report.model_validate(report), fmt), media_type=REPORT_MEDIA_TYPES[fmt])
 

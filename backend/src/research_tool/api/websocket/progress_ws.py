@@ -19,7 +19,7 @@ from research_tool.api.errors import error_body
 from research_tool.api.event_stream import session_events
 from research_tool.api.routes.research import services_of
 from research_tool.core.logging import get_logger
-from research_tool.services.research_services import ResearchServices
+from research_tool.runtime.composition import ResearchServices
 
 log = get_logger(__name__)
 

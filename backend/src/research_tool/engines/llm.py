@@ -1,0 +1,547 @@
+"""The LLM engine: the reasoning steps done by a chat model (Ollama, OpenAI-compatible or Anthropic).
+
+Every step follows the same path (DESIGN §3, issue 5 item 3):
+1. render the step's prompt file (`engines/prompts/<step>.txt`); retrieved text goes in as delimited data;
+2. call the model (`ainvoke`), count the tokens from its usage data (estimated when the server sends none);
+3. parse and validate the answer against the step's strict schema (`structured_output`), then check it
+   against the inputs (quotes really in the source, queries not already run, ...);
+4. on an invalid answer, ask once more in the same conversation with the problem and the JSON Schema
+   restated;
+5. if that fails too, or the model server fails, the step is done by the offline engine and the model's
+   error is returned as an `ErrorResponse` in `EngineStep.errors` (degraded, never a crash).
+
+After `unavailable_after` consecutive transport failures the engine stops calling the model for the rest of
+its life (each step then degrades at once, still with the error recorded), so a dead server costs seconds,
+not minutes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from itertools import zip_longest
+from typing import Any, Generic, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel
+
+from research_tool.engines.base import (
+    ClarifyResult,
+    EngineStep,
+    ExtractResult,
+    FindingDraft,
+    ReasoningEngine,
+    ReflectionContext,
+    ReflectionOutcome,
+    SynthesisDraft,
+    SynthesisInput,
+)
+from research_tool.engines.compaction import estimate_text_tokens
+from research_tool.engines.llm_schemas import (
+    ApplyAnswersAnswer,
+    ClarifyAnswer,
+    ExtractAnswer,
+    ReflectAnswer,
+    SupportAnswer,
+    SynthesizeAnswer,
+)
+from research_tool.engines.prompt_templates import (
+    RenderedPrompt,
+    escape_data,
+    load_prompt,
+    source_block,
+    truncate,
+)
+from research_tool.engines.quote_match import find_quote
+from research_tool.engines.structured_output import compact_schema, parse_structured
+from research_tool.core.errors import EngineOutputError
+from research_tool.core.logging import get_logger
+from research_tool.models.domain import DomainConfiguration, DomainName
+from research_tool.models.entities import Entity, Evidence, Fact, SourceResult, normalize_key, utc_now_iso
+from research_tool.models.schemas import (
+    ErrorDetail,
+    ErrorResponse,
+    PlanQuery,
+    PlanResponse,
+    ReflectionResponse,
+    ResponseMetadata,
+)
+from research_tool.models.tiers import TIERS
+
+log = get_logger(__name__)
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+Preflight = Callable[[], Awaitable[None]]
+Closer = Callable[[], Awaitable[None]]
+
+DEGRADED_NOTE = "Search capabilities were limited; answer is based on partial information."
+_CITATION_MARK = re.compile(r"\[\d+\]")
+_MAX_ERROR_CHARS = 400
+
+DOMAIN_DESCRIPTIONS: dict[str, str] = {
+    "general": "everyday and broad questions",
+    "academic": "research literature: studies, papers, theories, datasets",
+    "medical": "health: diseases, treatments, drugs, clinical evidence",
+    "technical": "software, programming, systems and engineering",
+    "competitive_intelligence": "companies, markets, products, pricing, competitors",
+}
+TIER_USES: dict[str, str] = {
+    "simple": "a single fact or definition",
+    "standard": "a usual question that needs several sources",
+    "deep": "a broad, contested or multi-part topic",
+}
+
+
+@dataclass(frozen=True)
+class LLMLimits:
+    """How much of each input goes into a prompt, and when the model server counts as down."""
+
+    max_source_chars: int = 6000  # source text shown to extract
+    synthesis_source_chars: int = 1500  # text per numbered source shown to synthesize
+    support_source_chars: int = 6000  # source text shown to the citation-support check
+    max_prompt_facts: int = 60
+    max_prompt_sources: int = 40
+    max_prompt_entities: int = 30
+    max_facts_per_source: int = 8
+    max_entities_per_source: int = 12
+    max_questions: int = 2
+    unavailable_after: int = 3  # consecutive transport failures before the engine stops calling the model
+
+
+@dataclass
+class _Outcome(Generic[T]):
+    value: T | None
+    tokens: int
+    error: ErrorResponse | None = None
+
+
+def _error(error_type: str, message: str, *, retryable: bool) -> ErrorResponse:
+    return ErrorResponse(
+        error=ErrorDetail(type=error_type, message=message[:_MAX_ERROR_CHARS], retryable=retryable)
+    )
+
+
+def _reply_tokens(reply: AIMessage, messages: list[BaseMessage], text: str) -> int:
+    usage = reply.usage_metadata or {}
+    total = int(usage.get("total_tokens") or 0) or int(usage.get("input_tokens") or 0) + int(
+        usage.get("output_tokens") or 0
+    )
+    if total > 0:
+        return total
+    sent = "".join(m.text for m in messages)
+    return estimate_text_tokens(sent) + estimate_text_tokens(text)
+
+
+def _retry_instruction(problem: str, schema: type[BaseModel]) -> str:
+    return (
+        f"Your answer could not be used: {problem}\n"
+        "Answer again with one JSON object and nothing else (no prose, no code fence), with no keys other "
+        f"than those of this JSON Schema:\n{compact_schema(schema)}"
+    )
+
+
+def _unique_queries(queries: Iterable[PlanQuery], exclude: Iterable[str], limit: int) -> list[PlanQuery]:
+    seen = {normalize_key(q) for q in exclude}
+    kept: list[PlanQuery] = []
+    for item in queries:
+        key = normalize_key(item.query)
+        if not key or key in seen:
+            continue
+        seen.add(key)
+        kept.append(PlanQuery(query=item.query.strip(), intent=item.intent.strip()))
+        if len(kept) >= limit:
+            break
+    return kept
+
+
+def _bullet_lines(lines: Iterable[str], empty: str = "(none)") -> str:
+    text = "\n".join(f"- {line}" for line in lines)
+    return text or empty
+
+
+def _ranked_facts(facts: list[Fact], limit: int) -> list[Fact]:
+    return sorted(facts, key=lambda f: (not f.verified, -f.confidence, -f.relevance))[:limit]
+
+
+class LLMEngine(ReasoningEngine):
+    """A chat model behind the engine interface; the offline engine does any step the model cannot."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        chat_model: BaseChatModel,
+        *,
+        model_spec: str,
+        fallback: ReasoningEngine | None = None,
+        preflight: Preflight | None = None,
+        closers: list[Closer] | None = None,
+        limits: LLMLimits | None = None,
+    ) -> None:
+        self._chat = chat_model
+        self._model_spec = model_spec
+        self._fallback = fallback
+        self._preflight = preflight
+        self._closers = list(closers or [])
+        self._limits = limits or LLMLimits()
+        self._transport_failures = 0
+        self._tokens_used = 0
+
+    @property
+    def model(self) -> str:
+        return self._model_spec
+
+    @property
+    def tokens_used(self) -> int:
+        """Tokens this engine's model calls have cost so far (usage data, or the estimate without it)."""
+        return self._tokens_used
+
+    @property
+    def fallback(self) -> ReasoningEngine:
+        """The offline engine (created on first use) that does the steps the model could not."""
+        if self._fallback is None:
+            from research_tool.engines.offline import OfflineEngine
+
+            self._fallback = OfflineEngine()
+        return self._fallback
+
+    async def check(self) -> None:
+        """Preflight: raise `EngineUnavailableError` within seconds when the model server is not usable."""
+        if self._preflight is not None:
+            await self._preflight()
+
+    async def aclose(self) -> None:
+        for close in self._closers:
+            try:
+                await close()
+            except Exception as exc:  # closing is best effort; a dead client must not mask the session's end
+                log.debug("llm_client_close_failed", error=repr(exc))
+        self._closers.clear()
+        if self._fallback is not None:
+            await self._fallback.aclose()
+
+    # --- the one path every step takes -------------------------------------------------------------------
+
+    async def _ask(
+        self, prompt: RenderedPrompt, schema: type[M], convert: Callable[[M], T]
+    ) -> _Outcome[T]:
+        step = prompt.step
+        if self._transport_failures >= self._limits.unavailable_after:
+            return _Outcome(
+                None,
+                0,
+                _error(
+                    "engine_unavailable",
+                    f"{step}: not sent: the model server failed {self._transport_failures} times in a row",
+                    retryable=True,
+                ),
+            )
+        messages: list[BaseMessage] = [SystemMessage(content=prompt.system), HumanMessage(content=prompt.user)]
+        tokens = 0
+        problem = ""
+        for attempt in (1, 2):
+            try:
+                reply = await self._chat.ainvoke(messages)
+            except Exception as exc:  # any client or transport failure degrades the step; it never crashes
+                self._transport_failures += 1
+                failure = f"{type(exc).__name__}: {exc}"
+                log.warning("llm_call_failed", step=step, model=self.model, attempt=attempt, error=failure)
+                message = f"{step}: the model call failed: {failure}"
+                return _Outcome(None, tokens, _error("engine_unavailable", message, retryable=True))
+            self._transport_failures = 0
+            text = str(reply.text) if isinstance(reply, AIMessage) else str(getattr(reply, "content", ""))
+            if isinstance(reply, AIMessage):
+                cost = _reply_tokens(reply, messages, text)
+                tokens += cost
+                self._tokens_used += cost
+            try:
+                value = convert(parse_structured(text, schema))
+            except EngineOutputError as exc:
+                problem = exc.message
+                log.warning("llm_answer_invalid", step=step, model=self.model, attempt=attempt, problem=problem)
+                messages = [
+                    *messages,
+                    AIMessage(content=text),
+                    HumanMessage(content=_retry_instruction(problem, schema)),
+                ]
+                continue
+            if attempt > 1:
+                log.info("llm_retry_succeeded", step=step, model=self.model)
+            return _Outcome(value, tokens)
+        message = f"{step}: the model's answer was invalid twice: {problem}"
+        return _Outcome(None, tokens, _error("engine_output", message, retryable=True))
+
+    async def _degrade(
+        self,
+        outcome: _Outcome[Any],
+        step: str,
+        run_offline: Callable[[ReasoningEngine], Awaitable[EngineStep[T]]],
+    ) -> EngineStep[T]:
+        assert outcome.error is not None
+        log.warning("llm_step_degraded", step=step, model=self.model, error=outcome.error.error.message)
+        done = await run_offline(self.fallback)
+        return done.model_copy(
+            update={"tokens": outcome.tokens + done.tokens, "errors": [*done.errors, outcome.error]}
+        )
+
+    # --- clarify ---------------------------------------------------------------------------------------------
+
+    async def clarify(self, query: str, domain_hint: DomainName | None) -> EngineStep[ClarifyResult]:
+        prompt = load_prompt("clarify").render(
+            query=query,
+            domain_hint=domain_hint or "none (pick one)",
+            domains=_bullet_lines(f"{name}: {text}" for name, text in DOMAIN_DESCRIPTIONS.items()),
+            tiers=_bullet_lines(
+                f"{name}: up to {t.max_iterations} cycles, {t.max_queries} queries a cycle, "
+                f"{t.max_sources} sources; for {TIER_USES[name]}"
+                for name, t in TIERS.items()
+            ),
+        )
+
+        def convert(answer: ClarifyAnswer) -> ClarifyResult:
+            questions = [q.strip() for q in answer.questions if q.strip()][: self._limits.max_questions]
+            return ClarifyResult(
+                refined_query=answer.refined_query.strip(),
+                domain=domain_hint or answer.domain,
+                questions=questions,
+                tier=answer.tier,
+                tier_reason=answer.tier_reason.strip(),
+            )
+
+        outcome = await self._ask(prompt, ClarifyAnswer, convert)
+        if outcome.value is None:
+            return await self._degrade(outcome, "clarify", lambda e: e.clarify(query, domain_hint))
+        log.info("tier_detected", model=self.model, tier=outcome.value.tier, reason=outcome.value.tier_reason)
+        return EngineStep(value=outcome.value, tokens=outcome.tokens)
+
+    async def apply_answers(self, query: str, questions: list[str], answers: list[str]) -> EngineStep[str]:
+        exchange = "\n".join(
+            f"Q{i}: {q or '(no question)'}\nA{i}: {a or '(no answer)'}"
+            for i, (q, a) in enumerate(zip_longest(questions, answers, fillvalue=""), start=1)
+        )
+        prompt = load_prompt("apply_answers").render(query=query, exchange=exchange or "(none)")
+        outcome = await self._ask(prompt, ApplyAnswersAnswer, lambda a: a.refined_query.strip())
+        if outcome.value is None:
+            return await self._degrade(outcome, "apply_answers", lambda e: e.apply_answers(query, questions, answers))
+        return EngineStep(value=outcome.value, tokens=outcome.tokens)
+
+    # --- plan ------------------------------------------------------------------------------------------------
+
+    async def plan(self, query: str, domain: DomainConfiguration, max_queries: int) -> EngineStep[PlanResponse]:
+        notes = f"prefers {', '.join(domain.provider_order()) or 'any source'}"
+        if domain.academic_required:
+            notes += "; academic sources required"
+        prompt = load_prompt("plan").render(
+            query=query, domain=domain.domain, domain_notes=notes, max_queries=max_queries
+        )
+
+        def convert(answer: PlanResponse) -> PlanResponse:
+            queries = _unique_queries(answer.queries, [], max_queries)
+            if not queries:
+                raise EngineOutputError("the plan holds no usable query; give at least one non-empty query")
+            return PlanResponse(queries=queries)
+
+        outcome = await self._ask(prompt, PlanResponse, convert)
+        if outcome.value is None:
+            return await self._degrade(outcome, "plan", lambda e: e.plan(query, domain, max_queries))
+        return EngineStep(value=outcome.value, tokens=outcome.tokens)
+
+    # --- extract ---------------------------------------------------------------------------------------------
+
+    async def extract(self, query: str, source: SourceResult, iteration: int) -> EngineStep[ExtractResult]:
+        text = source.text()
+        if not text.strip():
+            return EngineStep(value=ExtractResult())
+        limits = self._limits
+        prompt = load_prompt("extract").render(
+            query=query,
+            source=source_block(1, text, title=source.title, url=source.url, max_chars=limits.max_source_chars),
+            max_facts=limits.max_facts_per_source,
+            max_entities=limits.max_entities_per_source,
+        )
+
+        def convert(answer: ExtractAnswer) -> ExtractResult:
+            facts: dict[str, Fact] = {}
+            for item in answer.facts[: limits.max_facts_per_source]:
+                span = find_quote(text, item.quote)
+                if span is None:
+                    continue
+                statement = " ".join(item.statement.split())
+                fact_id = Fact.make_id(statement)
+                facts.setdefault(
+                    fact_id,
+                    Fact(
+                        id=fact_id,
+                        statement=statement,
+                        evidence=[Evidence(source_url=source.url, quote=span)],
+                        subject=(item.subject or "").strip() or None,
+                        relevance=item.relevance,
+                        iteration=iteration,
+                    ),
+                )
+            if answer.facts and not facts:
+                raise EngineOutputError(
+                    "no fact's quote appears in the source; copy each quote exactly, character for character, "
+                    "from the text inside <source>"
+                )
+            entities: dict[str, Entity] = {}
+            for item in answer.entities[: limits.max_entities_per_source]:
+                key = normalize_key(item.name)
+                if key and key not in entities:
+                    entities[key] = Entity(
+                        key=key,
+                        name=" ".join(item.name.split()),
+                        entity_type=item.type,
+                        sources=[source.url],
+                        iteration=iteration,
+                    )
+            dropped = len(answer.facts[: limits.max_facts_per_source]) - len(facts)
+            if dropped:
+                log.info("llm_facts_dropped", url=source.url, dropped=dropped, reason="quote not in source")
+            return ExtractResult(facts=list(facts.values()), entities=list(entities.values()))
+
+        outcome = await self._ask(prompt, ExtractAnswer, convert)
+        if outcome.value is None:
+            return await self._degrade(outcome, "extract", lambda e: e.extract(query, source, iteration))
+        return EngineStep(value=outcome.value, tokens=outcome.tokens)
+
+    # --- reflect ---------------------------------------------------------------------------------------------
+
+    def _follow_trail(
+        self, context: ReflectionContext, queries: list[PlanQuery]
+    ) -> tuple[list[PlanQuery], dict[str, int]]:
+        """Count the entities each new query follows; drop a query that would go past the trail depth.
+        Entities already named in the research question are the topic, not a trail."""
+        topic = f" {normalize_key(context.query)} "
+        followable = [e.key for e in context.entities if e.key and f" {e.key} " not in topic]
+        trail = dict(context.trail)
+        kept: list[PlanQuery] = []
+        for item in queries:
+            text = f" {normalize_key(item.query)} "
+            followed = [key for key in followable if f" {key} " in text]
+            if any(trail.get(key, 0) >= context.max_trail_depth for key in followed):
+                continue
+            for key in followed:
+                trail[key] = trail.get(key, 0) + 1
+            kept.append(item)
+        return kept, trail
+
+    async def reflect(self, context: ReflectionContext) -> EngineStep[ReflectionOutcome]:
+        limits = self._limits
+        url_numbers = {s.url: n for n, s in enumerate(context.sources, start=1)}
+        facts = _bullet_lines(
+            f"{'[verified] ' if f.verified else ''}{escape_data(f.statement)} "
+            f"(sources: {', '.join(str(url_numbers.get(u, '?')) for u in f.source_urls)})"
+            for f in _ranked_facts(context.facts, limits.max_prompt_facts)
+        )
+        sources = _bullet_lines(
+            f"{n}. {escape_data(truncate(s.title, 160))} ({s.source_name})"
+            for n, s in list(enumerate(context.sources, start=1))[: limits.max_prompt_sources]
+        )
+        top_entities = sorted(context.entities, key=lambda e: -e.mention_count)[: limits.max_prompt_entities]
+        entities = _bullet_lines(f"{escape_data(e.name)} ({e.entity_type})" for e in top_entities)
+        prompt = load_prompt("reflect").render(
+            query=context.query,
+            iteration=context.iteration,
+            max_queries=context.max_queries,
+            facts=facts,
+            sources=sources,
+            entities=entities,
+            queries_run=_bullet_lines(context.queries_run),
+            failed_queries=_bullet_lines(context.failed_queries),
+        )
+
+        def convert(answer: ReflectAnswer) -> ReflectionOutcome:
+            fresh = _unique_queries(answer.new_queries, context.queries_run, context.max_queries)
+            kept, trail = self._follow_trail(context, fresh)
+            response = ReflectionResponse(
+                sufficient=answer.sufficient,
+                confidence=answer.confidence,
+                gaps=[g.strip() for g in answer.gaps if g.strip()],
+                new_queries=[] if answer.sufficient else kept,
+                metadata=ResponseMetadata(timestamp=utc_now_iso(), model=self.model, token_count=0),
+            )
+            return ReflectionOutcome(response=response, trail=trail if not answer.sufficient else dict(context.trail))
+
+        outcome = await self._ask(prompt, ReflectAnswer, convert)
+        if outcome.value is None:
+            return await self._degrade(outcome, "reflect", lambda e: e.reflect(context))
+        value = outcome.value
+        metadata = value.response.metadata.model_copy(update={"token_count": outcome.tokens})
+        value = value.model_copy(update={"response": value.response.model_copy(update={"metadata": metadata})})
+        return EngineStep(value=value, tokens=outcome.tokens)
+
+    # --- synthesize ------------------------------------------------------------------------------------------
+
+    async def synthesize(self, request: SynthesisInput) -> EngineStep[SynthesisDraft]:
+        limits = self._limits
+        numbers = {ns.source.url: ns.n for ns in request.sources}
+        blocks = "\n\n".join(
+            source_block(
+                ns.n,
+                ns.source.text(),
+                title=ns.source.title,
+                url=ns.source.url,
+                max_chars=limits.synthesis_source_chars,
+            )
+            for ns in request.sources
+        )
+        facts = _bullet_lines(
+            f"{'[verified] ' if f.verified else ''}{escape_data(f.statement)} "
+            + "".join(f"[{numbers[u]}]" for u in f.source_urls if u in numbers)
+            for f in request.facts[: limits.max_prompt_facts]
+        )
+        notes = []
+        if request.degraded_mode:
+            notes.append(DEGRADED_NOTE)
+        if request.stop_reason:
+            notes.append(f"The research stopped because: {request.stop_reason}.")
+        prompt = load_prompt("synthesize").render(
+            query=request.query,
+            max_findings=request.max_findings,
+            notes=" ".join(notes) or "none",
+            sources=blocks or "(no sources were retrieved)",
+            facts=facts,
+        )
+
+        def convert(answer: SynthesizeAnswer) -> SynthesisDraft:
+            if request.sources and not _CITATION_MARK.search(answer.answer):
+                raise EngineOutputError(
+                    "the answer cites no source; end every sentence that states a fact with [n] citations"
+                )
+            findings = [
+                FindingDraft(statement=f.statement.strip(), citations=list(dict.fromkeys(f.citations)))
+                for f in answer.findings[: request.max_findings]
+            ]
+            return SynthesisDraft(
+                answer=answer.answer.strip(), findings=findings, gaps=[g.strip() for g in answer.gaps if g.strip()]
+            )
+
+        outcome = await self._ask(prompt, SynthesizeAnswer, convert)
+        if outcome.value is None:
+            return await self._degrade(outcome, "synthesize", lambda e: e.synthesize(request))
+        return EngineStep(value=outcome.value, tokens=outcome.tokens)
+
+    # --- semantic citation check -----------------------------------------------------------------------------
+
+    async def check_support(self, claim: str, source_text: str) -> EngineStep[bool]:
+        """Does `source_text` support `claim`? When the model cannot say (server down, invalid answers twice)
+        the value is True (a check that could not run never deletes a claim) and the error is recorded."""
+        prompt = load_prompt("citation_support").render(
+            claim=escape_data(claim.strip()),
+            source=source_block("cited", source_text, max_chars=self._limits.support_source_chars),
+        )
+        outcome = await self._ask(prompt, SupportAnswer, lambda a: a.supported)
+        if outcome.value is None:
+            assert outcome.error is not None
+            log.warning("citation_support_unchecked", model=self.model, error=outcome.error.error.message)
+            return EngineStep(value=True, tokens=outcome.tokens, errors=[outcome.error])
+        return EngineStep(value=outcome.value, tokens=outcome.tokens)
+
+    async def supports(self, claim: str, source_text: str) -> bool:
+        """True when the model says the source supports the claim (RESEARCH_VERIFY_CITATIONS=semantic)."""
+        return (await self.check_support(claim, source_text)).value

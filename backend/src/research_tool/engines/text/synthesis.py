@@ -1,0 +1,235 @@
+"""Extractive synthesis: an answer paragraph and key findings made of the sources' own sentences.
+
+The answer is 2-5 facts, the most relevant verified ones first, chained so that a fact naming
+something the previous facts introduced (the trail's next hop) comes next. Each sentence carries
+the [n] of every numbered source that states it. Findings are one fact each (their statement is the
+fact's statement, so the report can look the fact up). Gaps name the unfilled slots, claims that rest
+on one source, disagreements, and why research stopped; a degraded run is said in the answer itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from research_tool.engines.base import FindingDraft, SynthesisDraft, SynthesisInput
+from research_tool.engines.text.entities import find_mentions
+from research_tool.engines.text.slots import evaluate_slots
+from research_tool.engines.text.tokens import stem_set
+from research_tool.models.entities import Fact, normalize_key
+
+MIN_ANSWER_SENTENCES = 2
+MAX_ANSWER_SENTENCES = 5
+MAX_ANSWER_PER_SOURCE = 2
+MAX_FINDINGS_PER_SOURCE = 3
+MAX_CITED_SOURCES = 6
+SOURCE_ORDER_WEIGHT = 0.3
+NEAR_DUPLICATE = 0.8
+ANSWER_MIN_RELEVANCE = 0.2
+LINK_BONUS = 0.5  # a fact about something an earlier answer sentence introduced: the next hop
+ANSWER_REDUNDANT = 0.5  # an answer sentence this close (Jaccard of stems) to an earlier one adds nothing
+COVERAGE_WEIGHT = 0.6  # bonus for answer sentences that bring question terms no earlier sentence covered
+
+STOP_EXPLANATIONS: dict[str, str] = {
+    "user_requested": "research was stopped at the user's request, so this report uses what was collected so far",
+    "max_execution_time": "research reached its time limit before it saturated",
+    "provider_call_budget": "the provider-call budget ran out before research saturated",
+    "token_budget": "the token budget ran out before research saturated",
+    "all_providers_failed": "every search provider failed",
+    "max_iterations": "the tier's maximum number of research cycles was reached",
+}
+
+
+def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
+    numbers = {ns.source.url: ns.n for ns in request.sources}
+    ranked = _distinct(
+        [f for f in request.facts if any(e.source_url in numbers for e in f.evidence)],
+        key=lambda f: _rank(f),
+    )
+    notes = _notes(request)
+    if not ranked:
+        answer = "_No retrieved source contained a statement that bears on this question._"
+        return SynthesisDraft(answer=" ".join([answer, *notes]), findings=[], gaps=_gaps(request, []))
+    answer_facts = _answer_facts(request.query, ranked, _source_prior(numbers))
+    sentences = [_cited_sentence(f, numbers) for f in answer_facts]
+    answer = " ".join(sentences)
+    if notes:
+        answer = answer + "\n\n" + " ".join(notes)
+    findings = _findings(answer_facts, ranked, numbers, request.max_findings)
+    return SynthesisDraft(answer=answer, findings=findings, gaps=_gaps(request, ranked))
+
+
+def _rank(fact: Fact) -> float:
+    return fact.relevance * (1.25 if fact.verified else 1.0) + 0.1 * fact.confidence - (
+        0.1 if fact.contradictions else 0.0
+    )
+
+
+def _distinct(facts: Sequence[Fact], key) -> list[Fact]:  # type: ignore[no-untyped-def]
+    """Facts best first, near-duplicates (same content words, nearly) dropped."""
+    kept: list[tuple[Fact, frozenset[str]]] = []
+    for fact in sorted(facts, key=lambda f: (-key(f), f.id)):
+        stems = stem_set(fact.statement)
+        if any(_jaccard(stems, other) >= NEAR_DUPLICATE for _, other in kept):
+            continue
+        kept.append((fact, stems))
+    return [f for f, _ in kept]
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def _source_prior(numbers: dict[str, int]) -> dict[str, float]:
+    """The caller numbers sources best first: 1.0 for [1] down to near 0 for the last."""
+    return {url: 1.0 - (n - 1) / max(1, len(numbers)) for url, n in numbers.items()}
+
+
+def _answer_facts(question: str, ranked: list[Fact], prior: dict[str, float]) -> list[Fact]:
+    """2-5 facts: the best one, then each time the best remaining, favouring the next hop of a chain."""
+    question_names = {normalize_key(m.text) for m in find_mentions(question)}
+    question_stems = stem_set(question)
+    weights = _term_weights(question_stems, ranked)
+    pool = [f for f in ranked if f.relevance >= ANSWER_MIN_RELEVANCE] or ranked[:MIN_ANSWER_SENTENCES]
+    chosen: list[Fact] = []
+    per_source: Counter[str] = Counter()
+    introduced: set[str] = set()
+    covered: set[str] = set()
+
+    def score(fact: Fact) -> float:
+        best_source = max((prior.get(e.source_url, 0.0) for e in fact.evidence), default=0.0)
+        return (
+            _rank(fact) + SOURCE_ORDER_WEIGHT * best_source
+            + _link_bonus(fact, introduced) + _coverage_bonus(fact, weights, covered)
+        )
+
+    while pool and len(chosen) < MAX_ANSWER_SENTENCES:
+        best = max(pool, key=lambda f: (score(f), -ranked.index(f)))
+        pool.remove(best)
+        home = best.evidence[0].source_url
+        if per_source[home] >= MAX_ANSWER_PER_SOURCE:
+            continue
+        if any(_jaccard(stem_set(best.statement), stem_set(c.statement)) >= ANSWER_REDUNDANT for c in chosen):
+            continue
+        if chosen and score(best) < 0.5 * _rank(chosen[0]):
+            break
+        chosen.append(best)
+        covered |= stem_set(best.statement) & question_stems
+        per_source[home] += 1
+        for mention in find_mentions(best.statement):
+            key = normalize_key(mention.text)
+            if mention.entity_type not in ("date", "number") and key not in question_names:
+                introduced.add(key)
+    if len(chosen) < MIN_ANSWER_SENTENCES:
+        for fact in ranked:
+            if fact not in chosen and len(chosen) < MIN_ANSWER_SENTENCES:
+                chosen.append(fact)
+    return chosen
+
+
+def _term_weights(question_stems: frozenset[str], facts: Sequence[Fact]) -> dict[str, float]:
+    """Inverse document frequency of each question term among the candidate facts: a term every fact
+    shares ("python", "subprocess") says little; a rare one ("timeout") marks the part of the question
+    that still needs its own sentence."""
+    statements = [stem_set(f.statement) for f in facts]
+    n = len(statements)
+    return {s: math.log((n + 1) / (1 + sum(s in st for st in statements))) + 1.0 for s in question_stems}
+
+
+def _coverage_bonus(fact: Fact, weights: dict[str, float], covered: set[str]) -> float:
+    """Question terms this fact would be the first to cover (a how-to question has several parts)."""
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    new = (stem_set(fact.statement) & weights.keys()) - covered
+    return COVERAGE_WEIGHT * sum(weights[s] for s in new) / total
+
+
+def _link_bonus(fact: Fact, introduced: set[str]) -> float:
+    """A fact about something an earlier answer sentence introduced continues the chain."""
+    if not introduced:
+        return 0.0
+    subject = normalize_key(fact.subject or "")
+    text = normalize_key(fact.statement)
+    if subject in introduced or any(key and f" {key} " in f" {text} " for key in introduced):
+        return LINK_BONUS
+    return 0.0
+
+
+def _citations(fact: Fact, numbers: dict[str, int]) -> list[int]:
+    return sorted({numbers[e.source_url] for e in fact.evidence if e.source_url in numbers})
+
+
+def _cited_sentence(fact: Fact, numbers: dict[str, int]) -> str:
+    markers = "".join(f"[{n}]" for n in _citations(fact, numbers))
+    statement = fact.statement.rstrip()
+    if statement and statement[-1] in ".!":
+        return f"{statement[:-1]} {markers}{statement[-1]}"
+    return f"{statement} {markers}."
+
+
+def _findings(
+    answer_facts: list[Fact], ranked: list[Fact], numbers: dict[str, int], limit: int
+) -> list[FindingDraft]:
+    """The answer's facts, then the best fact of each source not yet heard from, then the rest."""
+    order: list[Fact] = list(answer_facts)
+    heard = {f.evidence[0].source_url for f in answer_facts}
+    rest = [f for f in ranked if f not in answer_facts]
+    best_of: dict[str, Fact] = {}
+    for fact in rest:
+        best_of.setdefault(fact.evidence[0].source_url, fact)
+    # new sources by their best fact, with the caller's numbering (best first) as a prior
+    prior = _source_prior(numbers)
+    for home in sorted(best_of, key=lambda u: (-(_rank(best_of[u]) + SOURCE_ORDER_WEIGHT * prior.get(u, 0.0)), u)):
+        if home not in heard:
+            heard.add(home)
+            order.append(best_of[home])
+    order += [f for f in rest if f not in order]
+    findings: list[FindingDraft] = []
+    per_source: Counter[str] = Counter()
+    for fact in order:
+        if len(findings) >= limit:
+            break
+        home = fact.evidence[0].source_url
+        if per_source[home] >= MAX_FINDINGS_PER_SOURCE:
+            continue
+        if home not in per_source and len(per_source) >= MAX_CITED_SOURCES:
+            continue
+        citations = _citations(fact, numbers)
+        if citations:
+            findings.append(FindingDraft(statement=fact.statement, citations=citations))
+            per_source[home] += 1
+    return findings
+
+
+def _notes(request: SynthesisInput) -> list[str]:
+    notes: list[str] = []
+    if request.degraded_mode:
+        notes.append(
+            "_Degraded mode: search providers failed during this session, so this answer rests only on "
+            "the sources that could be retrieved._"
+        )
+    explanation = STOP_EXPLANATIONS.get(request.stop_reason or "")
+    if explanation:
+        notes.append(f"_Research stopped early: {explanation}._")
+    return notes
+
+
+def _gaps(request: SynthesisInput, ranked: list[Fact]) -> list[str]:
+    report = evaluate_slots(request.query, ranked)
+    gaps = [f"Not found in the sources: {s.description} ({s.kind.replace('_', '/')})." for s in report.unfilled]
+    by_id = {f.id: f for f in request.facts}
+    for fact in ranked:
+        other = next((by_id[c] for c in fact.contradictions if c in by_id), None)
+        if other is not None and len(gaps) < 12:
+            gaps.append(f'Sources disagree: "{fact.statement}" versus "{other.statement}"')
+    single = sum(1 for f in ranked[:10] if not f.verified)
+    if single:
+        gaps.append(f"{single} of the top {min(10, len(ranked))} claims rest on a single independent source.")
+    if request.degraded_mode:
+        gaps.append("Degraded mode: some or all search providers failed; coverage is incomplete.")
+    if request.stop_reason:
+        reason = STOP_EXPLANATIONS.get(request.stop_reason, request.stop_reason.replace("_", " "))
+        gaps.append(f"Stop reason: {reason}.")
+    return gaps

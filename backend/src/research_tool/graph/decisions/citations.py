@@ -1,0 +1,215 @@
+"""The citation check (issue 2 item 5): every [n] must resolve, and the cited text must support the claim.
+
+For each sentence of the answer and each finding, every cited number must name a numbered source
+(else: removed, counted as unresolvable) and that source must contain a passage (a sentence, two
+adjacent sentences, or the title) holding at least `min_support` of the sentence's content words,
+compared by stem, and every number the sentence states (else: removed, counted as unsupported).
+A sentence that states something and is left with no citation is dropped (or marked, if asked);
+editorial lines are exempt: markdown headings and sentences set wholly in italics (`_..._`), which
+engines use for notes such as "research stopped early".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from research_tool.engines.base import FindingDraft, NumberedSource, SynthesisDraft
+from research_tool.engines.text.facts import clean_statement
+from research_tool.engines.text.sentences import split_sentences
+from research_tool.engines.text.tokens import content_stems
+from research_tool.models.entities import Fact
+from research_tool.core.logging import get_logger
+
+log = get_logger(__name__)
+
+DEFAULT_MIN_SUPPORT = 0.6
+UNSUPPORTED_MARK = " _(unverified: no cited source supports this)_"
+MARKER_RE = re.compile(r"\[(\d+)\]")
+_NUMBER_RE = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_EDITORIAL_RE = re.compile(r"^\s*(?:#{1,6}\s|[_*][^_*].*[_*][.!?]?\s*$|>\s)")
+MIN_CLAIM_WORDS = 3  # a sentence with fewer content words states nothing checkable
+
+
+class CitationCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    draft: SynthesisDraft
+    removed_unresolvable: int = 0
+    removed_unsupported: int = 0
+    sentences_dropped: int = 0
+
+
+@dataclass(frozen=True)
+class _Passage:
+    stems: frozenset[str]
+    numbers: frozenset[str]
+
+
+class SupportIndex:
+    """The passages of each numbered source, to test whether a sentence is supported by source n."""
+
+    def __init__(self, sources: Sequence[NumberedSource]) -> None:
+        self._passages: dict[int, list[_Passage]] = {}
+        for numbered in sources:
+            self._passages[numbered.n] = _passages(numbered.source.title, numbered.source.text())
+
+    def resolves(self, n: int) -> bool:
+        return n in self._passages
+
+    def support(self, sentence: str, n: int) -> float:
+        """Best share of the sentence's content stems found in one passage of source n (0 when numbers differ)."""
+        claim = _strip_markers(sentence)
+        stems = frozenset(content_stems(claim))
+        if not stems:
+            return 1.0
+        numbers = frozenset(_numbers(claim))
+        best = 0.0
+        for passage in self._passages.get(n, []):
+            if not numbers <= passage.numbers:
+                continue
+            best = max(best, len(stems & passage.stems) / len(stems))
+        return best
+
+
+def _passages(title: str, text: str) -> list[_Passage]:
+    """Title, sentences and adjacent pairs; the title's words count in every passage (its implicit subject)."""
+    sentences = [clean_statement(s.text) for s in split_sentences(text)]
+    title_stems = frozenset(content_stems(title))
+    out = [_Passage(title_stems, frozenset(_numbers(title)))] if title else []
+    for index, sentence in enumerate(sentences):
+        window = sentence if index == 0 else f"{sentences[index - 1]} {sentence}"
+        for piece in {sentence, window}:
+            out.append(_Passage(frozenset(content_stems(piece)) | title_stems, frozenset(_numbers(piece))))
+    return out
+
+
+def _numbers(text: str) -> list[str]:
+    return [n.replace(",", "").rstrip(".") for n in _NUMBER_RE.findall(text)]
+
+
+def _strip_markers(text: str) -> str:
+    return MARKER_RE.sub("", text)
+
+
+def check_citations(
+    draft: SynthesisDraft,
+    sources: Sequence[NumberedSource],
+    *,
+    min_support: float = DEFAULT_MIN_SUPPORT,
+    on_uncited: Literal["drop", "mark"] = "drop",
+) -> CitationCheck:
+    """The draft with every unresolvable or unsupported [n] removed, and uncited claims dropped or marked."""
+    index = SupportIndex(sources)
+    counts = {"unresolvable": 0, "unsupported": 0, "dropped": 0}
+
+    def keep(n: int, sentence: str) -> bool:
+        if not index.resolves(n):
+            counts["unresolvable"] += 1
+            return False
+        if index.support(sentence, n) < min_support:
+            counts["unsupported"] += 1
+            return False
+        return True
+
+    paragraphs = []
+    for paragraph in draft.answer.split("\n"):
+        paragraphs.append(_check_paragraph(paragraph, keep, counts, on_uncited))
+    answer = "\n".join(paragraphs).strip()
+    answer = re.sub(r"\n{3,}", "\n\n", answer)
+
+    findings: list[FindingDraft] = []
+    for finding in draft.findings:
+        statement_markers = [int(n) for n in MARKER_RE.findall(finding.statement)]
+        cited = list(dict.fromkeys([*finding.citations, *statement_markers]))
+        kept = [n for n in cited if keep(n, finding.statement)]
+        if not kept:
+            counts["dropped"] += 1
+            continue
+        statement = _rewrite_markers(finding.statement, set(kept))
+        findings.append(FindingDraft(statement=statement, citations=sorted(kept)))
+    result = CitationCheck(
+        draft=SynthesisDraft(answer=answer, findings=findings, gaps=list(draft.gaps)),
+        removed_unresolvable=counts["unresolvable"],
+        removed_unsupported=counts["unsupported"],
+        sentences_dropped=counts["dropped"],
+    )
+    if counts["unresolvable"] or counts["unsupported"] or counts["dropped"]:
+        log.info("citations_checked", **counts)
+    return result
+
+
+def _check_paragraph(paragraph: str, keep, counts: dict[str, int], on_uncited: str) -> str:  # type: ignore[no-untyped-def]
+    if not paragraph.strip() or _EDITORIAL_RE.match(paragraph):
+        return paragraph
+    prefix = re.match(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?", paragraph).group(0)  # type: ignore[union-attr]
+    out: list[str] = []
+    for sentence in _answer_sentences(paragraph[len(prefix) :]):
+        if _EDITORIAL_RE.match(sentence):
+            out.append(sentence)
+            continue
+        markers = list(dict.fromkeys(int(n) for n in MARKER_RE.findall(sentence)))
+        kept = {n for n in markers if keep(n, sentence)}
+        rewritten = _rewrite_markers(sentence, kept)
+        if kept:
+            out.append(rewritten)
+            continue
+        if not markers and len(content_stems(sentence)) < MIN_CLAIM_WORDS:
+            out.append(rewritten)  # never cited and no claim to support ("In short:")
+            continue
+        if on_uncited == "mark":
+            out.append(rewritten.rstrip() + UNSUPPORTED_MARK)
+        counts["dropped"] += 1
+    body = " ".join(s for s in out if s.strip())
+    return prefix + body if body else ""
+
+
+def _answer_sentences(text: str) -> list[str]:
+    """Sentences of an answer paragraph, each keeping the [n] markers that follow its full stop."""
+    pieces = [s.text for s in split_sentences(text)]
+    merged: list[str] = []
+    for piece in pieces:
+        leading = re.match(r"^(?:\s*\[\d+\])+[.,;]?", piece)
+        if leading and merged:
+            merged[-1] = merged[-1] + " " + leading.group(0).strip()
+            piece = piece[leading.end() :].strip()
+        if piece:
+            merged.append(piece)
+    return merged
+
+
+def _rewrite_markers(sentence: str, kept: set[int]) -> str:
+    seen: set[int] = set()
+
+    def replace(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        if n in kept and n not in seen:
+            seen.add(n)
+            return match.group(0)
+        return ""
+
+    text = MARKER_RE.sub(replace, sentence)
+    text = re.sub(r"[ \t]{2,}", " ", text)
+    return re.sub(r"\s+([.,;:!?])", r"\1", text).strip()
+
+
+def rank_sources_for_citation(facts: Sequence[Fact], limit: int) -> list[str]:
+    """The URLs worth numbering for synthesis, best first: a source is as good as its best fact.
+
+    Ranking by a source's single most relevant fact (verified facts weigh 25% more; ties go to the
+    source with more supporting facts) keeps short, precise documents (the second hop of a
+    multi-hop question often is one) ahead of long documents that merely have many loosely related
+    sentences, which a sum over facts would favour.
+    """
+    best: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for fact in facts:
+        weight = fact.relevance * (1.25 if fact.verified else 1.0)
+        for url in fact.source_urls:
+            best[url] = max(best.get(url, 0.0), weight)
+            count[url] = count.get(url, 0) + 1
+    return sorted(best, key=lambda u: (-best[u], -count[u], u))[:limit]

@@ -1,0 +1,74 @@
+"""Which providers a session may and will use: privacy mode, availability, domain, memory ranking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+from research_tool.core.errors import BadInputError
+from research_tool.core.settings import Settings
+from research_tool.models.domain import DOMAINS
+from research_tool.models.request import ResearchRequest
+from research_tool.providers.registry import create_provider, provider_class
+
+
+def corpus_dirs_for(request: ResearchRequest, settings: Settings) -> list[Path]:
+    dirs = [Path(d).expanduser() for d in request.corpus_dirs] or settings.corpus_paths()
+    return [d.resolve() for d in dirs]
+
+
+def privacy_allows(privacy_mode: str, provider_name: str) -> bool:
+    if privacy_mode != "local_only":
+        return True
+    return provider_class(provider_name).privacy == "local"
+
+
+def validate_request(request: ResearchRequest, settings: Settings, client: httpx.AsyncClient) -> None:
+    """Bad input that can be known before the session starts raises BadInputError with one clear line."""
+    for folder in request.corpus_dirs:
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            raise BadInputError(f"corpus folder not found: {folder}")
+    if request.providers is None:
+        return
+    dirs = corpus_dirs_for(request, settings)
+    for name in request.providers:
+        if not privacy_allows(request.privacy_mode, name):
+            raise BadInputError(
+                f"provider '{name}' sends queries to the cloud, which privacy mode '{request.privacy_mode}' forbids"
+            )
+        provider = create_provider(name, settings, client, corpus_dirs=dirs)
+        reason = provider.unavailable_reason()
+        if reason:
+            raise BadInputError(f"provider '{name}' is not available: {reason}")
+
+
+def choose_providers(
+    request: ResearchRequest,
+    domain: str,
+    settings: Settings,
+    client: httpx.AsyncClient,
+    ranking: Sequence[tuple[str, float]] = (),
+) -> list[str]:
+    """Explicit providers win; otherwise the domain's order, filtered by privacy and availability,
+    reordered by the memory's ranking within the primary and the secondary group."""
+    if request.providers is not None:
+        return list(request.providers)
+    config = DOMAINS[domain]
+    dirs = corpus_dirs_for(request, settings)
+    scores = dict(ranking)
+
+    def usable(name: str) -> bool:
+        if not privacy_allows(request.privacy_mode, name):
+            return False
+        return create_provider(name, settings, client, corpus_dirs=dirs).is_available()
+
+    def ranked(names: list[str]) -> list[str]:
+        kept = [n for n in names if n not in config.excluded_sources and usable(n)]
+        return sorted(kept, key=lambda n: -scores.get(n, 0.5))
+
+    primary = ranked(config.primary_sources)
+    secondary = [n for n in ranked(config.secondary_sources) if n not in primary]
+    return primary + secondary if not primary else primary + secondary[:1]

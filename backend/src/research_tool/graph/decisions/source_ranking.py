@@ -1,0 +1,77 @@
+"""Which retrieved sources the report should draw on.
+
+Retrieval already said how well each source matches each query; the queries say how close they are to
+the question. A source's score fuses its ranks over every query that found it (reciprocal-rank fusion,
+each query weighted by how much of the question it covers), plus a small bonus for relevant, verified
+facts. Then one step of link propagation follows the trail: a source whose title is named in the text of
+one of the best sources (the bridge entity of a multi-hop question) inherits part of that source's score.
+Only sources with at least one extracted fact are eligible: a source without facts cannot be cited.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from research_tool.engines.text.tokens import stem_set
+from research_tool.models.entities import Fact
+
+RRF_K = 3.0
+FACT_BONUS = 0.05
+LINK_SHARE = 0.6  # part of a top source's score passed to each source it names
+LINK_FROM_TOP = 3  # how many of the best sources pass score on
+MIN_TITLE_CHARS = 4
+PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
+
+
+def query_weight(query: str, question_stems: frozenset[str]) -> float:
+    """Share of the query's terms that come from the question (a trail query about a new entity still counts)."""
+    stems = stem_set(query)
+    if not stems or not question_stems:
+        return 0.0
+    return len(stems & question_stems) / len(stems) * min(1.0, len(stems & question_stems) / 2)
+
+
+def _title_key(title: str) -> str:
+    return " ".join(PARENTHETICAL.sub("", title).casefold().split())
+
+
+def propagate_links(score: dict[str, float], sources: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """Sources named (by title) in the text of the best-scored sources inherit part of their score."""
+    top = sorted(score, key=lambda u: -score[u])[:LINK_FROM_TOP]
+    texts = {u: " ".join(str((sources.get(u) or {}).get("full_content") or "").casefold().split()) for u in top}
+    linked = dict(score)
+    for url in score:
+        title = _title_key(str((sources.get(url) or {}).get("title") or ""))
+        if len(title) < MIN_TITLE_CHARS:
+            continue
+        for origin in top:
+            if origin != url and title in texts[origin]:
+                linked[url] += LINK_SHARE * score[origin]
+    return linked
+
+
+def rank_sources(
+    question: str,
+    provider_calls: Iterable[Mapping[str, Any]],
+    facts: Iterable[Fact],
+    limit: int,
+    sources: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[str]:
+    question_stems = stem_set(question)
+    fact_bonus: dict[str, float] = {}
+    for fact in facts:
+        weight = FACT_BONUS * (0.5 + fact.relevance) * (2.0 if fact.verified else 1.0)
+        for url in fact.source_urls:
+            fact_bonus[url] = max(fact_bonus.get(url, 0.0), weight)
+    score = dict.fromkeys(fact_bonus, 0.0)
+    for call in provider_calls:
+        weight = query_weight(str(call.get("query", "")), question_stems)
+        for rank, url in enumerate(call.get("urls", []), start=1):
+            if url in score:
+                score[url] += weight / (RRF_K + rank)
+    total = {u: score[u] + fact_bonus[u] for u in score}
+    if sources is not None:
+        total = propagate_links(total, sources)
+    return sorted(total, key=lambda u: (-total[u], u))[:limit]

@@ -1,0 +1,24 @@
+"""export: write the report in every requested format under the data dir."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from research_tool.graph.context import ResearchContext
+from research_tool.graph.nodes.instrumentation import phase
+from research_tool.models.report import Report
+from research_tool.models.state import ResearchState
+from research_tool.reporting.export import export_report
+
+
+@phase("export")
+async def export_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    report = Report.model_validate(state["final_report"])
+    out_dir = ctx.settings.data_dir / "exports" / state["session_id"]
+    paths: dict[str, str] = {}
+    for fmt in state["request"].get("formats") or ["md", "json"]:
+        paths[fmt] = str(await export_report(report, fmt, out_dir))
+    return {"export_paths": paths}

@@ -1,0 +1,102 @@
+"""synthesize: answer and key findings from verified facts first; every [n] checked against the
+retrieved source text; unresolvable or unsupported citations removed and counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from research_tool.graph.context import ResearchContext
+from research_tool.graph.decisions.citations import check_citations
+from research_tool.graph.decisions.source_ranking import rank_sources
+from research_tool.engines.base import NumberedSource, SynthesisInput
+from research_tool.engines.cpu_pool import run_cpu
+from research_tool.graph.session_limits import resolve_limits
+from research_tool.graph.nodes.model_context import compact_for_model, drop_unsupported_claims
+from research_tool.graph.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
+from research_tool.graph.nodes.process import to_source
+from research_tool.graph.report_assembly import assemble_report, build_citations, renumber
+from research_tool.models.entities import Fact
+from research_tool.models.state import ResearchState, current_facts
+
+
+def fact_rank(fact: Fact) -> tuple[float, ...]:
+    return (1.0 if fact.verified else 0.0, fact.relevance, fact.confidence, len(fact.evidence))
+
+
+@phase("synthesize")
+async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    limits = resolve_limits(state["tier"], state["request"], ctx.settings)
+    all_sources = state.get("sources") or {}
+    facts = {fid: Fact.model_validate(f) for fid, f in current_facts(state.get("facts")).items()}
+    chosen = rank_sources(
+        state["refined_query"], (state.get("provider_calls") or {}).values(), facts.values(), limits.max_sources,
+        all_sources,
+    )
+    shown = await compact_for_model(
+        ctx, state, limits, [all_sources[url] for url in chosen], phase="synthesize",
+        keep_recent=limits.max_sources, before_synthesis=True,
+    )
+    numbered = [NumberedSource(n=i, source=to_source(s)) for i, s in enumerate(shown, start=1)]
+    full_text = [NumberedSource(n=i, source=to_source(all_sources[s["url"]])) for i, s in enumerate(shown, start=1)]
+    usable = sorted(
+        (f for f in facts.values() if set(f.source_urls) & set(chosen)), key=fact_rank, reverse=True
+    )
+    step = await ctx.engine.synthesize(
+        SynthesisInput(
+            query=state["refined_query"],
+            sources=numbered,
+            facts=usable,
+            degraded_mode=bool(state.get("degraded_mode")),
+            stop_reason=state.get("stop_reason"),
+        )
+    )
+    checked = await run_cpu(check_citations, step.value, full_text)  # CPU-bound: off the loop and its GIL
+    semantic_draft, semantic_removed, semantic_tokens = await drop_unsupported_claims(ctx, checked.draft, full_text)
+    draft, order = renumber(semantic_draft)
+    citations = build_citations(order, full_text, all_sources)
+    removed = checked.removed_unresolvable + checked.removed_unsupported + semantic_removed
+    step_tokens = {"synthesize:0": step.tokens, "citation_support:0": semantic_tokens}
+    tokens = {**(state.get("tokens") or {}), **step_tokens}
+    calls = state.get("provider_calls") or {}
+    metadata = {
+        "engine": ctx.engine.name,
+        "model": ctx.engine.model,
+        "token_count": int(sum(tokens.values())),
+        "iterations": int(state.get("iteration", 0)),
+        "duration_s": round(elapsed_total(state), 3),
+        "provider_calls": len(calls),
+        "access_failures": len(state.get("access_failures") or {}),
+        "degraded_mode": bool(state.get("degraded_mode")),
+        "citations_removed": removed,
+        "sources_retrieved": len(all_sources),
+        "facts_extracted": len(facts),
+        "facts_verified": sum(1 for f in facts.values() if f.verified),
+        "quality": (state.get("quality_history") or {}).get(str(state.get("iteration", 0)), {}),
+        "budget": {
+            "time_s": {"used": round(elapsed_total(state), 3), "limit": limits.max_execution_time_s},
+            "provider_calls": {"used": len(calls), "limit": limits.provider_call_budget},
+            "tokens": {"used": tokens_total({"tokens": tokens}), "limit": limits.token_budget},
+        },
+    }
+    report = assemble_report(state, draft, citations, facts, metadata)
+    if removed:
+        await ctx.events.emit(
+            "citations_checked", "synthesize",
+            f"Removed {removed} citation(s) that did not resolve or were not supported by the cited text.",
+            {"removed_unresolvable": checked.removed_unresolvable, "removed_unsupported": checked.removed_unsupported,
+             "removed_by_semantic_check": semantic_removed},
+        )
+    if ctx.memory is not None:
+        per_provider: dict[str, int] = {}
+        for citation in report.citations:
+            per_provider[citation.provider] = per_provider.get(citation.provider, 0) + 1
+        for provider, count in per_provider.items():
+            await ctx.memory.record_citations(report.domain, provider, count)
+    return {
+        "final_report": report.model_dump(mode="json"),
+        "tokens": step_tokens,
+        "error_log": record_errors("synthesize:0", step.errors),
+    }

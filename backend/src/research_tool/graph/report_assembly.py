@@ -1,0 +1,149 @@
+"""From a checked synthesis draft and the session state to the Report of DESIGN §7.
+
+Sources are renumbered [1]..[n] in order of first use (answer first, then findings); only cited
+sources become citations, so every [n] in the report resolves.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from research_tool.engines.base import NumberedSource, SynthesisDraft
+from research_tool.core.errors import BadInputError
+from research_tool.models.entities import Citation, Fact, utc_now_iso
+from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
+from research_tool.models.state import ResearchState
+from research_tool.providers.registry import provider_class
+
+MARKER = re.compile(r"\[(\d+)\]")
+
+
+def markers(text: str) -> list[int]:
+    return [int(m) for m in MARKER.findall(text)]
+
+
+def renumber(draft: SynthesisDraft) -> tuple[SynthesisDraft, dict[int, int]]:
+    """Map old source numbers to 1..n by first use and rewrite every marker."""
+    order: dict[int, int] = {}
+    for text in [draft.answer, *(f.statement for f in draft.findings)]:
+        for n in markers(text):
+            order.setdefault(n, len(order) + 1)
+    for finding in draft.findings:
+        for n in finding.citations:
+            order.setdefault(n, len(order) + 1)
+
+    def rewrite(text: str) -> str:
+        return MARKER.sub(lambda m: f"[{order[int(m.group(1))]}]", text)
+
+    findings = [
+        f.model_copy(update={"statement": rewrite(f.statement), "citations": sorted({order[n] for n in f.citations})})
+        for f in draft.findings
+    ]
+    return draft.model_copy(update={"answer": rewrite(draft.answer), "findings": findings}), order
+
+
+def _year(published: str | None) -> int | None:
+    match = re.search(r"\b(1[5-9]\d\d|20\d\d)\b", published or "")
+    return int(match.group(1)) if match else None
+
+
+def _citation_type(source: dict[str, Any]) -> str:
+    name = (source.get("found_by") or [source.get("source_name", "")])[0]
+    try:
+        return provider_class(name).kind
+    except BadInputError:  # an unknown provider name in old state only loses the type
+        return "web"
+
+
+def build_citations(order: dict[int, int], numbered: list[NumberedSource], sources: dict[str, Any]) -> list[Citation]:
+    by_old = {ns.n: ns.source for ns in numbered}
+    citations: list[Citation] = []
+    for old, new in sorted(order.items(), key=lambda kv: kv[1]):
+        source = by_old[old]
+        entry = sources.get(source.url, {})
+        citations.append(
+            Citation(
+                id=f"[{new}]",
+                title=source.title or source.url,
+                url=source.url,
+                type=_citation_type(entry or {"source_name": source.source_name}),
+                location=source.location or source.url,
+                provider=(entry.get("found_by") or [source.source_name])[0],
+                authors=source.authors,
+                year=_year(source.published_date),
+                doi=source.doi,
+                retrieved_at=source.retrieved_at,
+            )
+        )
+    return citations
+
+
+def _fact_for(statement: str, facts: dict[str, Fact]) -> Fact | None:
+    return facts.get(Fact.make_id(MARKER.sub("", statement)))
+
+
+def build_findings(draft: SynthesisDraft, facts: dict[str, Fact]) -> list[Finding]:
+    findings: list[Finding] = []
+    for f in draft.findings:
+        fact = _fact_for(f.statement, facts)
+        conflicts = [facts[c].statement for c in (fact.contradictions if fact else []) if c in facts]
+        statement = f.statement
+        if not markers(statement) and f.citations:
+            statement = statement.rstrip() + " " + "".join(f"[{n}]" for n in f.citations)
+        findings.append(
+            Finding(
+                statement=statement,
+                citations=[f"[{n}]" for n in f.citations],
+                confidence=fact.confidence if fact else min(1.0, 0.4 + 0.2 * len(f.citations)),
+                verified=fact.verified if fact else len(f.citations) >= 2,
+                contradictions=conflicts,
+            )
+        )
+    return findings
+
+
+def build_entities(state: ResearchState, limit: int = 30) -> list[ReportEntity]:
+    entities = sorted(
+        (state.get("entities") or {}).values(), key=lambda e: (-len(e.get("sources", [])), e["name"])
+    )[:limit]
+    return [
+        ReportEntity(name=e["name"], type=e.get("entity_type", "other"), mentions=e.get("mention_count", 1),
+                     sources=len(e.get("sources", [])))
+        for e in entities
+    ]
+
+
+def duration_s(state: ResearchState) -> float:
+    started = state.get("started_at")
+    if not started:
+        return 0.0
+    return round((datetime.now(UTC) - datetime.fromisoformat(started)).total_seconds(), 3)
+
+
+def assemble_report(
+    state: ResearchState,
+    draft: SynthesisDraft,
+    citations: list[Citation],
+    facts: dict[str, Fact],
+    metadata: dict[str, Any],
+) -> Report:
+    saturation = [state["saturation_history"][k] for k in sorted(state.get("saturation_history") or {}, key=int)]
+    return Report(
+        session_id=state["session_id"],
+        query=state["original_query"],
+        refined_query=state.get("refined_query") or state["original_query"],
+        domain=state.get("domain", "general"),
+        tier=state.get("tier", "standard"),
+        privacy_mode=state.get("privacy_mode", "cloud_allowed"),
+        status="completed",
+        stop_reason=state.get("stop_reason"),
+        answer=draft.answer,
+        findings=build_findings(draft, facts),
+        citations=citations,
+        entities=build_entities(state),
+        gaps=draft.gaps,
+        saturation=saturation,
+        metadata=ReportMetadata(timestamp=utc_now_iso(), **metadata),
+    )

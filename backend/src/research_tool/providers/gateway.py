@@ -1,0 +1,196 @@
+"""Every provider call goes through the gateway: rate limit, retries, circuit breaker, deadline.
+
+The gateway's breakers and the providers' rate limiters are process-wide (CIRCUIT_BREAKERS,
+RATE_LIMITERS), so all sessions share each provider's limiter and breaker. A call never raises for a
+provider failure: it returns a SearchOutcome whose `failure` says what went wrong, so a failing
+provider degrades a session but never crashes it. Cancellation (a user's stop) still propagates.
+
+Per call (DESIGN §4 decision tree):
+- provider not configured -> failure `provider_unavailable`, no request;
+- breaker open -> failure `circuit_open`, no request;
+- 429 / rate-limit body -> the provider's limiter is paused for everyone (Retry-After, X-RateLimit-Reset),
+  then retried; timeouts and 5xx -> retried with capped, jittered backoff; no wait passes `deadline`;
+- 5xx, timeouts and connection failures count towards the breaker (open after 5 consecutive, half-open
+  after the reset timeout); 401/402/403 and bad requests are recorded and not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from research_tool.core.errors import (
+    CircuitOpenError,
+    ProviderError,
+    ProviderResponseError,
+    ProviderServerError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    RateLimitError,
+)
+from research_tool.core.logging import get_logger
+from research_tool.models.entities import AccessFailure, SourceResult
+from research_tool.providers.base import SearchProvider
+from research_tool.providers.resilience.rate_limiter import endpoint_key, provider_limiter
+from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS, CircuitBreaker, CircuitBreakerRegistry
+from research_tool.providers.resilience.retry import RetryPolicy, deadline_retrying
+
+if TYPE_CHECKING:
+    from research_tool.providers.memory import MemoryStore
+
+log = get_logger(__name__)
+
+# Failures that say the provider itself is unwell (they trip the breaker).
+NOT_REMEMBERED = frozenset({ProviderUnavailableError.error_type, CircuitOpenError.error_type})
+BREAKER_FAILURES: tuple[type[ProviderError], ...] = (ProviderServerError, ProviderTimeoutError)
+
+
+@dataclass
+class SearchOutcome:
+    provider: str
+    query: str
+    results: list[SourceResult] = field(default_factory=list)
+    failure: AccessFailure | None = None
+    latency_s: float = 0.0
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def access_failure(
+    exc: ProviderError, *, provider: str, query: str | None = None, url: str | None = None, iteration: int = 0
+) -> AccessFailure:
+    """The AccessFailure record (state and memory store) for a typed provider error."""
+    return AccessFailure(
+        provider=provider,
+        url=url or exc.url,
+        query=query,
+        error_type=exc.error_type,
+        message=exc.message,
+        iteration=iteration,
+    )
+
+
+class SearchGateway:
+    """Process-wide entry point for provider searches.
+
+    `breakers` defaults to the process-wide registry; tests pass their own (with a short reset timeout).
+    With `memory`, a call that names its `domain` records results and failures in the memory store.
+    """
+
+    def __init__(
+        self,
+        *,
+        breakers: CircuitBreakerRegistry | None = None,
+        retry_policy: RetryPolicy | None = None,
+        memory: MemoryStore | None = None,
+    ) -> None:
+        self.breakers = breakers if breakers is not None else CIRCUIT_BREAKERS
+        self.retry_policy = retry_policy or RetryPolicy()
+        self.memory = memory
+
+    def breaker(self, provider: SearchProvider) -> CircuitBreaker:
+        """The process-wide breaker of `provider`'s endpoint (name and base URL)."""
+        return self.breakers.get(endpoint_key(provider.name, provider.base_url))
+
+    async def search(
+        self,
+        provider: SearchProvider,
+        query: str,
+        max_results: int,
+        *,
+        deadline: float,
+        iteration: int = 0,
+        filters: dict[str, Any] | None = None,
+        domain: str | None = None,
+    ) -> SearchOutcome:
+        """`deadline` is a time.monotonic() value the call (waits included) must not pass."""
+        started = time.monotonic()
+        attempts = 0
+        try:
+            reason = provider.unavailable_reason()
+            if reason:
+                raise ProviderUnavailableError(provider.name, reason)
+            if started >= deadline:
+                raise ProviderTimeoutError(provider.name, "session deadline already passed")
+            breaker = self.breaker(provider)
+            async for attempt in deadline_retrying(deadline, self.retry_policy):
+                with attempt:
+                    attempts += 1
+                    results = await self._attempt(provider, breaker, query, max_results, filters, deadline)
+        except ProviderError as exc:
+            failure = access_failure(exc, provider=provider.name, query=query, iteration=iteration)
+            log.warning(
+                "provider_failed",
+                provider=provider.name,
+                error_type=exc.error_type,
+                message=exc.message,
+                attempts=attempts,
+            )
+            outcome = SearchOutcome(
+                provider.name, query, failure=failure, latency_s=time.monotonic() - started, attempts=attempts
+            )
+        else:
+            outcome = SearchOutcome(
+                provider.name, query, results=results, latency_s=time.monotonic() - started, attempts=attempts
+            )
+        await self._remember(outcome, domain)
+        return outcome
+
+    async def _attempt(
+        self,
+        provider: SearchProvider,
+        breaker: CircuitBreaker,
+        query: str,
+        max_results: int,
+        filters: dict[str, Any] | None,
+        deadline: float,
+    ) -> list[SourceResult]:
+        if not breaker.allow():
+            raise CircuitOpenError(
+                provider.name, f"circuit open after repeated failures; retry in {breaker.retry_in():.0f} s"
+            )
+        paused_until = provider_limiter(provider).paused_until
+        if paused_until >= deadline:
+            raise RateLimitError(
+                provider.name,
+                "rate-limited by the provider until after the session deadline",
+                retry_after=paused_until - time.monotonic(),
+            )
+        remaining = deadline - time.monotonic()
+        try:
+            async with asyncio.timeout(max(remaining, 0.0)):
+                results = await provider.search(query, max_results, filters)
+        except TimeoutError:
+            # Cut off by the session's deadline (maybe while waiting for the rate limiter): not the provider's fault.
+            breaker.release_probe()
+            raise ProviderTimeoutError(provider.name, "session deadline reached") from None
+        except BREAKER_FAILURES:
+            breaker.record_failure()
+            raise
+        except RateLimitError:
+            breaker.release_probe()
+            raise
+        except ProviderError:
+            breaker.record_success()  # it answered: the provider is up, the request was refused
+            raise
+        except Exception as exc:  # noqa: BLE001 - a payload we failed to parse must not crash the session
+            breaker.release_probe()
+            log.exception("provider_parse_failed", provider=provider.name)
+            raise ProviderResponseError(provider.name, f"could not read response: {type(exc).__name__}: {exc}") from exc
+        breaker.record_success()
+        return results
+
+    async def _remember(self, outcome: SearchOutcome, domain: str | None) -> None:
+        if self.memory is None or domain is None:
+            return
+        if outcome.failure is not None:
+            # no request was made for these: they say nothing new about the provider
+            if outcome.failure.error_type not in NOT_REMEMBERED:
+                await self.memory.record_failure(domain, outcome.failure)
+        else:
+            await self.memory.record_results(domain, outcome.provider, len(outcome.results))

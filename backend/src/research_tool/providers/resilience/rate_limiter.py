@@ -1,0 +1,131 @@
+"""Per-provider request spacing, shared by every session in the process (DESIGN §4).
+
+Each provider (and each crawled host) has one `RateLimiter` that lets requests through no closer
+than `1 / rate` seconds apart, in arrival order, and can be paused by anyone: a 429 with
+`Retry-After` (or `X-RateLimit-Reset`) or PubMed's rate-limit body pauses the bucket for every
+caller in the process.
+
+Why not aiolimiter: its leaky bucket has no way to hold the bucket for a server-given pause, and its
+capacity lets a burst of `max_rate` requests through at once, while the providers' documented limits
+(arXiv one request per 3 s, Semantic Scholar 1/s) ask for even spacing. This is ~40 lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from typing import TYPE_CHECKING
+
+from research_tool.core.logging import get_logger
+
+if TYPE_CHECKING:
+    from research_tool.providers.base import SearchProvider
+
+log = get_logger(__name__)
+
+# Longest pause a server's header may impose on us (a monthly-quota reset must not freeze a session).
+MAX_PAUSE_S = 600.0
+# A request is sent a moment after it is granted; a busy event loop can delay one send more than the next
+# and bring two arrivals closer than the interval. A little slack on each interval absorbs that.
+SPACING_MARGIN_FRACTION = 0.02
+SPACING_MARGIN_MAX_S = 0.010
+
+
+class RateLimiter:
+    """Even spacing of `rate` requests per second, with a shared pause."""
+
+    def __init__(self, name: str, rate: float) -> None:
+        self.name = name
+        self._interval = 0.0
+        self.set_rate(rate)
+        self._last_start = float("-inf")
+        self._paused_until = float("-inf")
+        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._guard = threading.Lock()
+
+    @property
+    def interval(self) -> float:
+        return self._interval
+
+    def set_rate(self, rate: float) -> None:
+        """`rate` requests per second; 0 or less means unlimited."""
+        interval = 1.0 / rate if rate > 0 else 0.0
+        self._interval = interval + min(SPACING_MARGIN_FRACTION * interval, SPACING_MARGIN_MAX_S)
+
+    @property
+    def paused_until(self) -> float:
+        """time.monotonic() value before which no request starts (-inf when not paused)."""
+        return self._paused_until
+
+    def pause(self, seconds: float, *, reason: str = "rate_limited") -> None:
+        """Hold every caller's next request for `seconds` (capped at MAX_PAUSE_S)."""
+        seconds = min(max(seconds, 0.0), MAX_PAUSE_S)
+        until = time.monotonic() + seconds
+        if until > self._paused_until:
+            self._paused_until = until
+            log.info("rate_limiter_paused", limiter=self.name, seconds=round(seconds, 3), reason=reason)
+
+    def _lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            lock = self._locks.get(loop)
+            if lock is None:
+                # one process normally runs one loop; tests run many, each gets its own lock
+                self._locks = {lp: lk for lp, lk in self._locks.items() if not lp.is_closed()}
+                lock = self._locks[loop] = asyncio.Lock()
+            return lock
+
+    async def acquire(self) -> None:
+        """Wait for this caller's turn. Callers bound it with their deadline (asyncio.timeout_at)."""
+        async with self._lock():
+            while True:
+                now = time.monotonic()
+                ready_at = max(self._last_start + self._interval, self._paused_until)
+                if ready_at <= now:
+                    self._last_start = now
+                    return
+                # re-checked after the sleep: a pause may have arrived meanwhile
+                await asyncio.sleep(ready_at - now)
+
+
+class RateLimiterRegistry:
+    """One limiter per key (a provider name, or `crawler:<host>`)."""
+
+    def __init__(self) -> None:
+        self._limiters: dict[str, RateLimiter] = {}
+        self._guard = threading.Lock()
+
+    def get(self, key: str, rate: float) -> RateLimiter:
+        """The limiter for `key`, created on first use; its rate follows the latest configuration."""
+        with self._guard:
+            limiter = self._limiters.get(key)
+            if limiter is None:
+                limiter = self._limiters[key] = RateLimiter(key, rate)
+            else:
+                limiter.set_rate(rate)
+            return limiter
+
+    def clear(self) -> None:
+        with self._guard:
+            self._limiters.clear()
+
+
+# The process-wide registry every provider, the gateway and the crawler use.
+RATE_LIMITERS = RateLimiterRegistry()
+
+
+def get_rate_limiter(key: str, rate: float) -> RateLimiter:
+    return RATE_LIMITERS.get(key, rate)
+
+
+def endpoint_key(name: str, base_url: str) -> str:
+    """Limiters and breakers belong to a provider *endpoint*: the same provider behind another base URL
+    (a self-hosted proxy, a test server) is another service with its own budget and health."""
+    return f"{name}@{base_url}"
+
+
+def provider_limiter(provider: SearchProvider) -> RateLimiter:
+    """The process-wide limiter of `provider`'s endpoint, at its configured rate."""
+    return get_rate_limiter(endpoint_key(provider.name, provider.base_url), provider.requests_per_second)

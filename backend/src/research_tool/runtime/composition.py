@@ -1,0 +1,106 @@
+"""Everything a process needs to run research, opened and closed in one place (CLI run, server lifespan).
+
+One process owns one data dir: one sessions/events database, one checkpoint saver, one HTTP client,
+one search gateway (so rate limits and circuit breakers are shared by all its sessions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import aiosqlite
+import httpx
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from research_tool.graph.context import ResearchContext
+from research_tool.graph.decisions.provider_choice import corpus_dirs_for, validate_request
+from research_tool.engines.base import ReasoningEngine
+from research_tool.engines.factory import check_engine_settings, create_engine
+from research_tool.core.settings import Settings
+from research_tool.models.request import ResearchRequest
+from research_tool.runtime.event_log import EventLog
+from research_tool.providers.http_client import create_http_client
+from research_tool.providers.memory import MemoryStore
+from research_tool.providers.fetching.crawler import Crawler
+from research_tool.providers.gateway import SearchGateway
+from research_tool.runtime.session_store import SessionRecord, SessionStore
+from research_tool.runtime.runner import SessionRunner
+from research_tool.runtime.storage import open_database
+
+
+@dataclass
+class ResearchServices:
+    settings: Settings
+    client: httpx.AsyncClient
+    conn: aiosqlite.Connection
+    checkpointer: AsyncSqliteSaver
+    gateway: SearchGateway
+    crawler: Crawler
+    memory: MemoryStore
+    store: SessionStore
+    events: EventLog
+    runner: SessionRunner
+
+    def validate(self, request: ResearchRequest) -> None:
+        """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine)."""
+        validate_request(request, self.settings, self.client)
+        check_engine_settings(self.settings, privacy_mode=request.privacy_mode)
+
+
+@asynccontextmanager
+async def open_research_services(
+    settings: Settings, *, engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None = None
+) -> AsyncIterator[ResearchServices]:
+    """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests)."""
+    client = create_http_client()
+    conn = await open_database(settings.db_path("sessions.db"))
+    try:
+        async with AsyncSqliteSaver.from_conn_string(str(settings.db_path("checkpoints.db"))) as checkpointer:
+            await checkpointer.setup()
+            gateway = SearchGateway()
+            crawler = Crawler(settings, client)
+            memory = MemoryStore.from_settings(settings)
+            store = SessionStore(conn)
+            events = EventLog(conn)
+
+            def make_context(record: SessionRecord, engine: ReasoningEngine, stop: asyncio.Event) -> ResearchContext:
+                return ResearchContext(
+                    session_id=record.id,
+                    settings=settings,
+                    engine=engine,
+                    gateway=gateway,
+                    client=client,
+                    crawler=crawler if record.request.fetch else None,
+                    events=events.sink(record.id),
+                    stop_event=stop,
+                    memory=memory,
+                    corpus_dirs=corpus_dirs_for(record.request, settings),
+                )
+
+            def make_engine(request: ResearchRequest) -> ReasoningEngine:
+                return create_engine(settings, privacy_mode=request.privacy_mode, http_client=client)
+
+            runner = SessionRunner(
+                store=store,
+                events=events,
+                checkpointer=checkpointer,
+                context_factory=make_context,
+                engine_factory=engine_factory or make_engine,
+                max_concurrent=settings.max_concurrent_sessions,
+                clarify_timeout_s=settings.clarify_timeout_s,
+            )
+            services = ResearchServices(
+                settings=settings, client=client, conn=conn, checkpointer=checkpointer, gateway=gateway,
+                crawler=crawler, memory=memory, store=store, events=events, runner=runner,
+            )
+            try:
+                yield services
+            finally:
+                await runner.cancel_all()
+                await crawler.aclose()
+    finally:
+        await conn.close()
+        await client.aclose()

@@ -1,0 +1,313 @@
+"""The session runner: runs each session's graph thread, at most N at once, and carries stop requests,
+clarification answers and progress between the graph and the outside world (CLI or API).
+
+A session's truth lives in SQLite (row, events, checkpoints), never only in memory: a process that
+dies loses at most the node in flight, and `resume_incomplete()` picks every unfinished session up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.types import Command
+
+from research_tool.graph.context import ResearchContext
+from research_tool.engines.base import ReasoningEngine
+from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
+from research_tool.core.errors import ResearchToolError, SessionStateError
+from research_tool.core.logging import get_logger
+from research_tool.models.entities import utc_now_iso
+from research_tool.models.request import ResearchRequest
+from research_tool.models.state import ResearchState, current_facts
+from research_tool.runtime.event_log import EventLog
+from research_tool.runtime.session_store import SessionRecord, SessionStore
+
+log = get_logger(__name__)
+
+EngineFactory = Callable[[ResearchRequest], ReasoningEngine]
+ContextFactory = Callable[[SessionRecord, ReasoningEngine, asyncio.Event], ResearchContext]
+
+
+def initial_state(record: SessionRecord) -> ResearchState:
+    request = record.request
+    return ResearchState(
+        session_id=record.id,
+        original_query=request.query,
+        request=request.model_dump(mode="json"),
+        privacy_mode=request.privacy_mode,
+        started_at=utc_now_iso(),
+        iteration=0,
+        should_stop=False,
+        stop_reason=None,
+        degraded_mode=False,
+    )
+
+
+def progress_of(values: dict[str, Any]) -> dict[str, Any]:
+    """The status fields the API serves without touching the checkpoint."""
+    history = values.get("saturation_history") or {}
+    latest = history[max(history, key=int)] if history else None
+    return {
+        "current_phase": values.get("current_phase"),
+        "iteration": int(values.get("iteration") or 0),
+        "sources_queried": len(values.get("provider_calls") or {}),
+        "sources_found": len(values.get("sources") or {}),
+        "entities_found": len(values.get("entities") or {}),
+        "facts_extracted": len(current_facts(values.get("facts"))),
+        "saturation_metrics": latest,
+        "domain": values.get("domain"),
+        "tier": values.get("tier"),
+    }
+
+
+@dataclass
+class _Live:
+    """In-memory handles of a session this process is running."""
+
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    answers: asyncio.Event = field(default_factory=asyncio.Event)
+    declined: bool = False  # the asker will not answer (a CLI without a terminal): go on at once
+    task: asyncio.Task[None] | None = None
+
+
+class SessionRunner:
+    def __init__(
+        self,
+        *,
+        store: SessionStore,
+        events: EventLog,
+        checkpointer: Any,
+        context_factory: ContextFactory,
+        engine_factory: EngineFactory,
+        max_concurrent: int,
+        clarify_timeout_s: float,
+    ) -> None:
+        self.store = store
+        self.events = events
+        self.checkpointer = checkpointer
+        self.graph = compile_graph(checkpointer)
+        self._context_factory = context_factory
+        self._engine_factory = engine_factory
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._clarify_timeout_s = clarify_timeout_s
+        self._live: dict[str, _Live] = {}
+        self.running_count = 0
+        self.max_running_seen = 0
+
+    # --- starting and resuming ------------------------------------------------------------------
+
+    async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
+        record = await self.store.create(request, session_id)
+        await self.events.append(record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d.")
+        return record
+
+    def launch(self, session_id: str) -> asyncio.Task[None]:
+        """Run (or resume) a session in the background; returns its task."""
+        live = self._live.setdefault(session_id, _Live())
+        if live.task is None or live.task.done():
+            live.task = asyncio.create_task(self._drive(session_id), name=f"session-{session_id}")
+        return live.task
+
+    async def resume_incomplete(self) -> list[str]:
+        """Relaunch every session that was queued, running, stopping or awaiting answers when the process died."""
+        ids = [r.id for r in await self.store.active()]
+        for sid in ids:
+            self.launch(sid)
+        return ids
+
+    async def wait(self, session_id: str) -> SessionRecord:
+        live = self._live.get(session_id)
+        if live and live.task:
+            await asyncio.shield(live.task)
+        return await self.store.get(session_id)
+
+    # --- requests from outside ------------------------------------------------------------------
+
+    async def request_stop(self, session_id: str) -> SessionRecord:
+        record = await self.store.get(session_id)
+        if record.finished:
+            raise SessionStateError(f"session {session_id} is already {record.status}")
+        if not record.stop_requested:
+            await self.store.update(session_id, stop_requested=1, status="stopping")
+            await self.events.append(
+                session_id, "stop_requested", record.progress.get("current_phase"),
+                "Stop requested: collecting ends now and the report is written from what was found.",
+            )
+        live = self._live.setdefault(session_id, _Live())
+        live.stop.set()
+        live.answers.set()
+        return await self.store.get(session_id)
+
+    async def provide_answers(self, session_id: str, answers: list[str]) -> SessionRecord:
+        record = await self.store.get(session_id)
+        if record.status != "awaiting_clarification":
+            raise SessionStateError(f"session {session_id} is not waiting for clarification (status {record.status})")
+        await self.store.update(session_id, clarify_answers=answers)
+        await self.events.append(session_id, "clarification_received", "clarify", "Answers received; research goes on.")
+        self._live.setdefault(session_id, _Live()).answers.set()
+        return await self.store.get(session_id)
+
+    async def decline_clarification(self, session_id: str) -> None:
+        """Go on with the original question without waiting for the timeout."""
+        live = self._live.setdefault(session_id, _Live())
+        live.declined = True
+        live.answers.set()
+
+    async def delete(self, session_id: str) -> None:
+        await self.store.get(session_id)
+        live = self._live.pop(session_id, None)
+        if live and live.task and not live.task.done():
+            live.task.cancel()
+            await asyncio.gather(live.task, return_exceptions=True)
+        await self.store.delete(session_id)
+        await self.events.delete(session_id)
+        await self.checkpointer.adelete_thread(session_id)
+
+    async def cancel_all(self) -> None:
+        """Shutdown: cancel running tasks; their sessions stay resumable (status untouched)."""
+        tasks = [lv.task for lv in self._live.values() if lv.task and not lv.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # --- the run itself -------------------------------------------------------------------------
+
+    async def _drive(self, session_id: str) -> None:
+        async with self._slots:
+            self.running_count += 1
+            self.max_running_seen = max(self.max_running_seen, self.running_count)
+            try:
+                await self._run(session_id)
+            finally:
+                self.running_count -= 1
+
+    async def _run(self, session_id: str) -> None:
+        record = await self.store.get(session_id)
+        if record.finished:
+            return
+        live = self._live.setdefault(session_id, _Live())
+        if record.stop_requested:
+            live.stop.set()
+        config: dict[str, Any] = {"configurable": {"thread_id": session_id}, "recursion_limit": RECURSION_LIMIT}
+        snapshot = await self.graph.aget_state(config)
+        resuming = bool(snapshot.values)
+        graph_input: Any = None if resuming else initial_state(record)
+        if record.status != "stopping":
+            await self.store.update(session_id, status="running")
+        verb = "resumed" if resuming else "started"
+        await self.events.append(
+            session_id, "session_started", None, f"Research {verb}: \u201c{record.query[:200]}\u201d.",
+            {"resumed": resuming},
+        )
+        engine = self._engine_factory(record.request)
+        try:
+            await engine.check()
+            ctx = self._context_factory(record, engine, live.stop)
+            await self._stream(session_id, graph_input, config, ctx, live)
+        except asyncio.CancelledError:
+            log.info("session_cancelled", session_id=session_id)
+            raise
+        except ResearchToolError as exc:
+            await self._fail(session_id, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a crash of one session must not take the process down
+            log.exception("session_crashed", session_id=session_id)
+            await self._fail(session_id, f"{type(exc).__name__}: {exc}")
+        finally:
+            await engine.aclose()
+
+    async def _stream(
+        self, session_id: str, graph_input: Any, config: dict[str, Any], ctx: ResearchContext, live: _Live
+    ) -> None:
+        while True:
+            interrupt_value: Any = None
+            values: dict[str, Any] = {}
+            async for mode, chunk in self.graph.astream(
+                graph_input, config, context=ctx, durability="sync", stream_mode=["updates", "values"]
+            ):
+                if mode == "updates" and "__interrupt__" in chunk:
+                    interrupt_value = chunk["__interrupt__"][0].value
+                elif mode == "values":
+                    values = chunk
+                    await self.store.update(session_id, progress=progress_of(values))
+            if interrupt_value is None:
+                break
+            graph_input = Command(resume=await self._await_answers(session_id, interrupt_value, live))
+        await self._complete(session_id, values)
+
+    async def _await_answers(self, session_id: str, payload: dict[str, Any], live: _Live) -> dict[str, Any]:
+        record = await self.store.get(session_id)
+        questions = [str(q) for q in payload.get("questions", [])]
+        since = record.awaiting_since if record.status == "awaiting_clarification" else None
+        if since is None:
+            since = utc_now_iso()
+            await self.store.update(
+                session_id, status="awaiting_clarification", pending_questions=questions, awaiting_since=since,
+                clarify_answers=None,
+            )
+            await self.events.append(
+                session_id, "clarification_requested", "clarify",
+                "The question is ambiguous; waiting for answers: " + " ".join(questions),
+                {"questions": questions, "timeout_s": self._clarify_timeout_s},
+            )
+        waited = (datetime.now(UTC) - datetime.fromisoformat(since)).total_seconds()
+        remaining = max(0.0, self._clarify_timeout_s - waited)
+        started = time.monotonic()
+        record = await self.store.get(session_id)
+        while record.clarify_answers is None and not live.stop.is_set() and not live.declined:
+            left = remaining - (time.monotonic() - started)
+            if left <= 0:
+                break
+            live.answers.clear()
+            try:
+                await asyncio.wait_for(live.answers.wait(), timeout=left)
+            except TimeoutError:
+                break
+            record = await self.store.get(session_id)
+        answers = record.clarify_answers
+        status = "stopping" if live.stop.is_set() else "running"
+        await self.store.update(
+            session_id, status=status, pending_questions=[], awaiting_since=None, clarify_answers=None
+        )
+        if answers is None:
+            if not live.stop.is_set():
+                await self.events.append(
+                    session_id, "clarification_timeout", "clarify",
+                    "No answer in time; research goes on with the original question.",
+                )
+            return {"timed_out": True}
+        return {"answers": answers}
+
+    async def _complete(self, session_id: str, values: dict[str, Any]) -> None:
+        report = values.get("final_report") or {}
+        stop_reason = values.get("stop_reason")
+        await self.store.update(session_id, status="completed", stop_reason=stop_reason, progress=progress_of(values))
+        citations = len(report.get("citations", []))
+        findings = len(report.get("findings", []))
+        await self.events.append(
+            session_id, "session_completed", "export",
+            f"Research complete: {findings} findings citing {citations} sources (stop reason: {stop_reason}).",
+            {"stop_reason": stop_reason, "findings": findings, "citations": citations,
+             "export_paths": values.get("export_paths", {})},
+        )
+        log.info("session_completed", session_id=session_id, stop_reason=stop_reason, findings=findings)
+
+    async def _fail(self, session_id: str, message: str) -> None:
+        await self.store.update(session_id, status="failed", error=message)
+        await self.events.append(session_id, "session_failed", None, f"Research failed: {message}", {"error": message})
+        log.error("session_failed", session_id=session_id, error=message)
+
+    async def report(self, session_id: str) -> dict[str, Any]:
+        record = await self.store.get(session_id)
+        if record.status != "completed":
+            raise SessionStateError(f"session {session_id} has no report yet (status {record.status})")
+        config = {"configurable": {"thread_id": session_id}}
+        snapshot = await self.graph.aget_state(config)
+        report = snapshot.values.get("final_report")
+        if not report:
+            raise SessionStateError(f"session {session_id} finished without a report")
+        return dict(report)

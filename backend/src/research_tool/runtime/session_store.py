@@ -1,0 +1,132 @@
+"""Session rows in SQLite: what was asked, where it is, and why it stopped (DESIGN §5).
+
+One process owns the sessions database (DESIGN: one worker), so `SessionStore` keeps a write-through cache
+of the records it has read or written: `get` (every `GET /status`) answers from memory instead of queueing
+behind event appends and progress updates on the one shared connection. `list` and `active` read SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Literal
+
+import aiosqlite
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from research_tool.core.errors import SessionNotFoundError
+from research_tool.models.entities import utc_now_iso
+from research_tool.models.request import ResearchRequest
+from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, SessionStatus
+
+def _record(row: aiosqlite.Row) -> SessionRecord:
+    return SessionRecord(
+        id=row["id"],
+        query=row["query"],
+        request=ResearchRequest.model_validate_json(row["request"]),
+        status=row["status"],
+        stop_reason=row["stop_reason"],
+        stop_requested=bool(row["stop_requested"]),
+        progress=json.loads(row["progress"]),
+        pending_questions=json.loads(row["pending_questions"]),
+        clarify_answers=json.loads(row["clarify_answers"]) if row["clarify_answers"] else None,
+        awaiting_since=row["awaiting_since"],
+        error=row["error"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+JSON_COLUMNS = frozenset({"progress", "pending_questions", "clarify_answers"})
+
+
+def _updated(record: SessionRecord, encoded: dict[str, Any]) -> SessionRecord:
+    """The record as SQLite holds it after `UPDATE sessions SET <encoded>` (JSON columns decoded as a read would)."""
+    changes = {k: json.loads(v) if k in JSON_COLUMNS and v is not None else v for k, v in encoded.items()}
+    return SessionRecord.model_validate({**dict(record), **changes})
+
+
+class SessionStore:
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._cache: dict[str, SessionRecord] = {}
+        # Writes per session id (kept after a delete): a read that raced a write does not fill the cache.
+        self._writes: dict[str, int] = {}
+
+    async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
+        now = utc_now_iso()
+        sid = session_id or uuid.uuid4().hex
+        await self._conn.execute(
+            "INSERT INTO sessions (id, query, request, status, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?)",
+            (sid, request.query, request.model_dump_json(), now, now),
+        )
+        await self._conn.commit()
+        return await self.get(sid)
+
+    async def get(self, session_id: str) -> SessionRecord:
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            return cached.model_copy(deep=True)
+        writes_before = self._writes.get(session_id, 0)
+        async with self._conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"unknown session id: {session_id}")
+        record = _record(row)
+        if self._writes.get(session_id, 0) == writes_before:
+            self._cache[session_id] = record.model_copy(deep=True)
+        return record
+
+    async def exists(self, session_id: str) -> bool:
+        if session_id in self._cache:
+            return True
+        async with self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) as cur:
+            return await cur.fetchone() is not None
+
+    async def list(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
+        async with self._conn.execute(
+            "SELECT * FROM sessions ORDER BY created_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
+        ) as cur:
+            rows = await cur.fetchall()
+        async with self._conn.execute("SELECT COUNT(*) FROM sessions") as cur:
+            total_row = await cur.fetchone()
+        return [_record(r) for r in rows], int(total_row[0]) if total_row else 0
+
+    async def active(self) -> list[SessionRecord]:
+        marks = ",".join("?" for _ in ACTIVE_STATUSES)
+        async with self._conn.execute(
+            f"SELECT * FROM sessions WHERE status IN ({marks}) ORDER BY created_at, id", ACTIVE_STATUSES
+        ) as cur:
+            rows = await cur.fetchall()
+        return [_record(r) for r in rows]
+
+    async def update(self, session_id: str, **fields: Any) -> None:
+        encoded = {
+            k: json.dumps(v) if k in JSON_COLUMNS and v is not None else v
+            for k, v in fields.items()
+        }
+        encoded["updated_at"] = utc_now_iso()
+        assignments = ", ".join(f"{k} = ?" for k in encoded)
+        self._writes[session_id] = self._writes.get(session_id, 0) + 1
+        # The cache takes the write when it is issued, as the shared connection did (a read queued behind an
+        # UPDATE sees it): a check-then-update by one caller is not interleaved with another's read.
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            try:
+                self._cache[session_id] = _updated(cached, encoded)
+            except ValidationError:
+                self._cache.pop(session_id, None)  # a value a read would reject: let the next read say so
+        try:
+            await self._conn.execute(
+                f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id)
+            )
+            await self._conn.commit()
+        except BaseException:
+            self._cache.pop(session_id, None)  # the row is what SQLite says it is: read it again next time
+            raise
+
+    async def delete(self, session_id: str) -> None:
+        self._writes[session_id] = self._writes.get(session_id, 0) + 1
+        self._cache.pop(session_id, None)
+        await self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        await self._conn.commit()
