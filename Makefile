@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 Q ?= How do I run a subprocess with a timeout in Python and capture its output?
 DEMO_CORPUS := data/demo_corpus
 
-.PHONY: run test bench eval serve venv clean
+.PHONY: run test test-fast lint bench eval serve venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,15 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 serve: $(STAMP)
 	$(BIN)/research-tool serve

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
+from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 
 
 @pytest.fixture(autouse=True)

@@ -16,12 +16,24 @@ pytestmark = pytest.mark.slow
 
 EXPECTED_FIGURES = {
     "overhead": ["wall / lower bound (all sessions)", "lower bound (mean)", "sessions completed"],
-    "scale": ["2 sessions: status p95", "2 sessions: event lag p95", "2 sessions: peak RSS",
-              "2 sessions: checkpoint bytes per session", "2 sessions: sessions lost"],
-    "rate_limits": ["semantic_scholar (5/s): minimum spacing", "semantic_scholar (5/s): violations",
-                    "wikipedia (20/s): utilisation while requests pending", "sessions completed"],
-    "resume": ["start to every session's first new event", "sessions that never resumed",
-               "sessions lost (not completed, or a gap in events)"],
+    "scale": [
+        "2 sessions: status p95",
+        "2 sessions: event lag p95",
+        "2 sessions: peak RSS",
+        "2 sessions: checkpoint bytes per session",
+        "2 sessions: sessions lost",
+    ],
+    "rate_limits": [
+        "semantic_scholar (5/s): minimum spacing",
+        "semantic_scholar (5/s): violations",
+        "wikipedia (20/s): utilisation while requests pending",
+        "sessions completed",
+    ],
+    "resume": [
+        "start to every session's first new event",
+        "sessions that never resumed",
+        "sessions lost (not completed, or a gap in events)",
+    ],
     "local_index": ["index time", "query latency top-10 p50", "query latency top-10 p95"],
 }
 

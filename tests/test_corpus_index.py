@@ -52,7 +52,10 @@ def make_pdf(title: str, text: str) -> bytes:
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     root = tmp_path / "corpus"
-    write(root / "guide.md", "---\ntitle: Front Matter Guide\n---\n# Ignored heading\n\nGardening with tomatoes and basil.\n")
+    write(
+        root / "guide.md",
+        "---\ntitle: Front Matter Guide\n---\n# Ignored heading\n\nGardening with tomatoes and basil.\n",
+    )
     write(root / "notes" / "plain.txt", "Kettle notes\n\nBoiling water for tea takes three minutes.\n")
     write(
         root / "page.html",
@@ -67,8 +70,12 @@ def corpus(tmp_path: Path) -> Path:
             json.dumps(d)
             for d in [
                 {"_id": "d1", "title": "Octopus cognition", "text": "Octopuses solve puzzles and use tools."},
-                {"id": 7, "title": "Bee dances", "text": "Honeybees dance to share where flowers are.",
-                 "url": "https://example.org/bees"},
+                {
+                    "id": 7,
+                    "title": "Bee dances",
+                    "text": "Honeybees dance to share where flowers are.",
+                    "url": "https://example.org/bees",
+                },
                 {"id": "weird id/#1", "title": "", "text": "A record without a title about comets and ice."},
             ]
         )
@@ -189,9 +196,31 @@ async def test_title_match_ranks_first(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ['"', '""unbalanced', "-", "--rm -rf", "tea AND", "AND OR NOT", "NEAR(tea coffee)", "title:tea", ":", "*",
-     "tea*", "(", ")", "^tea", "{tea}", "tea + coffee", "'; DROP TABLE docs; --", "Ünïcödé 東京 🤖", "", "   ",
-     "the of and", "\x00\x01", "a" * 5000],
+    [
+        '"',
+        '""unbalanced',
+        "-",
+        "--rm -rf",
+        "tea AND",
+        "AND OR NOT",
+        "NEAR(tea coffee)",
+        "title:tea",
+        ":",
+        "*",
+        "tea*",
+        "(",
+        ")",
+        "^tea",
+        "{tea}",
+        "tea + coffee",
+        "'; DROP TABLE docs; --",
+        "Ünïcödé 東京 🤖",
+        "",
+        "   ",
+        "the of and",
+        "\x00\x01",
+        "a" * 5000,
+    ],
 )
 async def test_hostile_queries_never_raise(corpus: Path, index: CorpusIndex, query: str) -> None:
     await index.index_folder(corpus)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from research_tool.core.errors import BadInputError
-from research_tool.providers.local_corpus.index import CorpusIndex
 from research_tool.demo_corpus import (
     DEMO_MODULES,
     MARKER_FILE,
@@ -19,6 +18,7 @@ from research_tool.demo_corpus import (
     main,
     reflow,
 )
+from research_tool.providers.local_corpus.index import CorpusIndex
 
 DEMO_QUESTION = "How do I run a subprocess with a timeout in Python and capture its output?"
 SMALL = ("subprocess", "json", "shlex")
@@ -29,8 +29,15 @@ def test_small_build_has_one_document_per_module_member_and_method(tmp_path: Pat
     count = build_demo_corpus(target, SMALL)
     files = sorted(p.name for p in target.glob("*.txt"))
     assert count == len(files) > 20
-    for name in ("subprocess.txt", "subprocess.run.txt", "subprocess.Popen.txt", "subprocess.Popen.communicate.txt",
-                 "subprocess.TimeoutExpired.txt", "json.loads.txt", "shlex.split.txt"):
+    for name in (
+        "subprocess.txt",
+        "subprocess.run.txt",
+        "subprocess.Popen.txt",
+        "subprocess.Popen.communicate.txt",
+        "subprocess.TimeoutExpired.txt",
+        "json.loads.txt",
+        "shlex.split.txt",
+    ):
         assert name in files
     run_doc = (target / "subprocess.run.txt").read_text(encoding="utf-8")
     title, _, body = run_doc.partition("\n\n")

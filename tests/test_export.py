@@ -210,8 +210,14 @@ def test_bib_entries_have_authors_year_doi_url_and_location() -> None:
             type="academic",
             provider="semantic_scholar",
         ),
-        make_citation(2, title="subprocess.run", type="local", provider="local", location="subprocess.run.txt",
-                      url="file:///data/demo/subprocess.run.txt"),
+        make_citation(
+            2,
+            title="subprocess.run",
+            type="local",
+            provider="local",
+            location="subprocess.run.txt",
+            url="file:///data/demo/subprocess.run.txt",
+        ),
     ]
     bib = render_report(make_report(citations=citations), "bib")
     entries = re.findall(r"^@(\w+)\{([^,]+),", bib, flags=re.MULTILINE)

@@ -12,8 +12,8 @@ import pytest
 from research_tool.core.errors import BadInputError, ProviderUnavailableError
 from research_tool.core.settings import Settings
 from research_tool.providers.local_corpus.index import CorpusIndex
-from research_tool.providers.search.local import MAX_CONTENT_CHARS, LocalProvider, truncate_text
 from research_tool.providers.registry import create_provider
+from research_tool.providers.search.local import MAX_CONTENT_CHARS, LocalProvider, truncate_text
 
 
 @pytest.fixture
@@ -117,9 +117,7 @@ async def test_no_folder_configured_is_unavailable(settings: Settings, client: h
         await provider.search("anything")
 
 
-async def test_hostile_query_returns_empty_not_error(
-    settings: Settings, client: httpx.AsyncClient, docs: Path
-) -> None:
+async def test_hostile_query_returns_empty_not_error(settings: Settings, client: httpx.AsyncClient, docs: Path) -> None:
     provider = LocalProvider(settings, client, corpus_dirs=[docs])
     assert await provider.search('" * -- : NOT') == []
 

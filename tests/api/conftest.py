@@ -20,15 +20,25 @@ import uvicorn
 from fastapi import FastAPI
 
 from research_tool.api.app import create_app
-from research_tool.core.settings import PROVIDER_NAMES, Settings
-from research_tool.runtime.composition import ResearchServices
-from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
-from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
 from research_tool.bench.wiki_replay import Page, WikiReplay, build_pages, running_wiki
+from research_tool.core.settings import PROVIDER_NAMES, Settings
+from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
+from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
+from research_tool.runtime.composition import ResearchServices
 
 CLOSED_PORT_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused at once
-KEY_ENV = ("TAVILY_API_KEY", "EXA_API_KEY", "BRAVE_API_KEY", "SEMANTIC_SCHOLAR_API_KEY", "NCBI_API_KEY",
-           "UNPAYWALL_EMAIL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RESEARCH_API_TOKEN", "RESEARCH_LLM")
+KEY_ENV = (
+    "TAVILY_API_KEY",
+    "EXA_API_KEY",
+    "BRAVE_API_KEY",
+    "SEMANTIC_SCHOLAR_API_KEY",
+    "NCBI_API_KEY",
+    "UNPAYWALL_EMAIL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "RESEARCH_API_TOKEN",
+    "RESEARCH_LLM",
+)
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
 OK_BODY = {"query": QUESTION, "providers": ["wikipedia"], "fetch": False, "tier": "simple"}
 WAIT_S = 30.0
@@ -187,7 +197,7 @@ def sse_events(text: str) -> list[dict[str, Any]]:
     """The events of a Server-Sent Events body (comments and keep-alives skipped)."""
     events = []
     for frame in text.split("\n\n"):
-        data = [line[len("data: "):] for line in frame.splitlines() if line.startswith("data: ")]
+        data = [line[len("data: ") :] for line in frame.splitlines() if line.startswith("data: ")]
         if data:
             events.append(json.loads("\n".join(data)))
     return events

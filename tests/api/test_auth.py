@@ -84,8 +84,11 @@ async def test_websocket_without_the_token_is_refused_at_the_handshake(secured: 
 async def test_cors_is_off_by_default_and_allows_configured_origins(
     tmp_path: Path, wiki: tuple[str, WikiReplay]
 ) -> None:
-    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST",
-                 "Access-Control-Request-Headers": "authorization,content-type"}
+    preflight = {
+        "Origin": "https://app.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type",
+    }
     async with serve(offline_settings(tmp_path / "a", wiki[0])) as api:
         response = await api.client.options("/api/research/start", headers=preflight)
         assert "access-control-allow-origin" not in response.headers

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from research_tool.core.settings import PROVIDER_NAMES
 from research_tool.bench.wiki_replay import Page, running_wiki
+from research_tool.core.settings import PROVIDER_NAMES
 
 from .conftest import CLOSED_PORT_URL, KEY_ENV, OK_BODY, free_socket, sse_events
 
@@ -49,8 +49,19 @@ def server_env(data_dir: Path, wiki_url: str) -> dict[str, str]:
 
 @contextmanager
 def uvicorn_process(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    command = [sys.executable, "-m", "uvicorn", "research_tool.api.app:create_app", "--factory",
-               "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "research_tool.api.app:create_app",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         yield process
@@ -82,9 +93,7 @@ def in_second_collect(data_dir: Path, session_id: str) -> bool:
     """Read the server's event log (SQLite allows a reader beside the writer): is the session's latest
     event from collect, in its second cycle or later?"""
     with closing(sqlite3.connect(f"file:{data_dir / 'sessions.db'}?mode=ro", uri=True, timeout=5)) as db:
-        rows = db.execute(
-            "SELECT type, phase FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-        ).fetchall()
+        rows = db.execute("SELECT type, phase FROM events WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall()
     cycles = sum(1 for t, p in rows if t == "phase_started" and p == "collect")
     return cycles >= 2 and bool(rows) and rows[-1][1] == "collect" and rows[-1][0] != "phase_completed"
 
@@ -102,8 +111,9 @@ async def test_sigkilled_server_resumes_every_session_on_restart(tmp_path: Path,
             async with client_when_healthy(first, port) as client:
                 ids = []
                 for question in QUESTIONS:
-                    started = await client.post("/api/research/start", json={**OK_BODY, "query": question,
-                                                                             "tier": "standard"})
+                    started = await client.post(
+                        "/api/research/start", json={**OK_BODY, "query": question, "tier": "standard"}
+                    )
                     assert started.status_code == 202, started.text
                     ids.append(started.json()["session_id"])
                 # mid-collect: every session has found sources in its first cycle and is searching for more

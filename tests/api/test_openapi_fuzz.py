@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 import schemathesis
-from schemathesis import GenerationMode
 import uvicorn
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -27,8 +27,8 @@ from schemathesis.checks import (
 from schemathesis.generation.case import Case
 
 from research_tool.api.app import create_app
-from research_tool.core.settings import Settings
 from research_tool.bench.wiki_replay import Page, running_wiki
+from research_tool.core.settings import Settings
 
 from .conftest import free_socket, offline_settings
 

@@ -32,9 +32,7 @@ def assert_exactly_once_in_order(received: list[dict[str, Any]], stored: list[in
         assert event["message"].strip()
 
 
-async def test_websocket_reconnect_with_after_gets_every_later_event_once(
-    tmp_path: Path, slow_wiki: SlowWiki
-) -> None:
+async def test_websocket_reconnect_with_after_gets_every_later_event_once(tmp_path: Path, slow_wiki: SlowWiki) -> None:
     with slow_wiki(0.3) as (url, _):
         async with serve(offline_settings(tmp_path / "data", url)) as api:
             sid = await api.start()
@@ -57,9 +55,7 @@ async def test_websocket_reconnect_with_after_gets_every_later_event_once(
             assert [e["seq"] for e in tail] == [stored[-1]]
 
 
-async def test_sse_reconnect_with_after_gets_every_later_event_once(
-    tmp_path: Path, slow_wiki: SlowWiki
-) -> None:
+async def test_sse_reconnect_with_after_gets_every_later_event_once(tmp_path: Path, slow_wiki: SlowWiki) -> None:
     with slow_wiki(0.3) as (url, _):
         async with serve(offline_settings(tmp_path / "data", url)) as api:
             sid = await api.start()

@@ -21,9 +21,21 @@ async def test_start_runs_to_a_cited_report_with_status_fields(api: LiveApi) -> 
 
     status = await api.wait_status(body["session_id"], "completed", "failed")
     assert status["status"] == "completed"
-    for key in ("session_id", "status", "current_phase", "iteration", "sources_queried", "sources_found",
-                "entities_found", "facts_extracted", "saturation_metrics", "stop_reason", "pending_questions",
-                "created_at", "updated_at"):
+    for key in (
+        "session_id",
+        "status",
+        "current_phase",
+        "iteration",
+        "sources_queried",
+        "sources_found",
+        "entities_found",
+        "facts_extracted",
+        "saturation_metrics",
+        "stop_reason",
+        "pending_questions",
+        "created_at",
+        "updated_at",
+    ):
         assert key in status
     assert status["sources_found"] > 0 and status["iteration"] >= 1
 
@@ -89,8 +101,14 @@ async def test_run_past_its_timeout_stops_and_reports_what_it_found(tmp_path: Pa
     with slow_wiki(1.5) as (url, _):
         async with serve(offline_settings(tmp_path / "data", url, run_timeout_s=1.0)) as api:
             response = await api.client.post(
-                "/run", json={"query": QUESTION, "providers": ["wikipedia"], "fetch": False, "tier": "deep",
-                              "max_execution_time_s": 600},
+                "/run",
+                json={
+                    "query": QUESTION,
+                    "providers": ["wikipedia"],
+                    "fetch": False,
+                    "tier": "deep",
+                    "max_execution_time_s": 600,
+                },
             )
     assert response.status_code == 200, response.text
     assert response.json()["stop_reason"] == "user_requested"
@@ -103,7 +121,8 @@ async def test_healthz_and_metrics(api: LiveApi, wiki: tuple[str, WikiReplay]) -
     text = (await api.client.get("/metrics")).text
     samples = {
         line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines() if line and not line.startswith("#")
+        for line in text.splitlines()
+        if line and not line.startswith("#")
     }
     assert samples['research_sessions{status="completed"}'] == 1.0
     assert samples['research_sessions{status="running"}'] == 0.0

@@ -30,7 +30,8 @@ CASES = {
     "unknown session id (show)": (["show", "nope"], "unknown session id"),
     "search without query": (["search", "--provider", "local"], "either a QUERY or --queries"),
     "cloud provider under local_only": (
-        ["run", "q", "--privacy", "local_only", "--providers", "wikipedia"], "privacy mode 'local_only' forbids",
+        ["run", "q", "--privacy", "local_only", "--providers", "wikipedia"],
+        "privacy mode 'local_only' forbids",
     ),
 }
 
@@ -51,7 +52,10 @@ def test_bad_input_exits_2_with_one_line(argv: list[str], expected: str, capsys:
 def test_real_process_exit_code_and_single_line(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "research_tool", "run", " "],
-        capture_output=True, text=True, timeout=60, env={"RESEARCH_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"RESEARCH_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"},
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["research-tool: error: invalid query: the question is empty"]

@@ -40,9 +40,25 @@ def cli_env(data_dir: Path, wiki_url: str) -> dict[str, str]:
 
 def start_run(data_dir: Path, wiki_url: str, session_id: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "research_tool", "run", QUESTION, "--providers", "wikipedia", "--no-fetch",
-         "--no-clarify", "--format", "json", "--session-id", session_id],
-        env=cli_env(data_dir, wiki_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "research_tool",
+            "run",
+            QUESTION,
+            "--providers",
+            "wikipedia",
+            "--no-fetch",
+            "--no-clarify",
+            "--format",
+            "json",
+            "--session-id",
+            session_id,
+        ],
+        env=cli_env(data_dir, wiki_url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
     )
 
@@ -74,13 +90,17 @@ def wait_for_phase(data_dir: Path, session_id: str, phase: str, iteration: int, 
 def resume(data_dir: Path, wiki_url: str, session_id: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "research_tool", "resume", session_id, "--format", "json"],
-        env=cli_env(data_dir, wiki_url), capture_output=True, text=True, timeout=180,
+        env=cli_env(data_dir, wiki_url),
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
 def phase_runs(data_dir: Path, session_id: str) -> Counter[tuple[str | None, object]]:
     return Counter(
-        (phase, data.get("iteration")) for _, type_, phase, data in events(data_dir, session_id)
+        (phase, data.get("iteration"))
+        for _, type_, phase, data in events(data_dir, session_id)
         if type_ == "phase_started"
     )
 

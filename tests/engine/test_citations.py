@@ -1,5 +1,5 @@
-from research_tool.graph.decisions.citations import check_citations, rank_sources_for_citation
 from research_tool.engines.base import FindingDraft, NumberedSource, SynthesisDraft
+from research_tool.graph.decisions.citations import check_citations, rank_sources_for_citation
 from research_tool.models.entities import Evidence, Fact
 from tests.engine.corpus_texts import KISS_AND_TELL, SHIRLEY_TEMPLE, source
 
@@ -62,8 +62,9 @@ def test_uncited_claims_dropped_or_marked_and_notes_kept() -> None:
 
 def test_sources_ranked_by_their_best_fact() -> None:
     def fact(text: str, url: str, relevance: float) -> Fact:
-        return Fact(id=Fact.make_id(text), statement=text, relevance=relevance,
-                    evidence=[Evidence(source_url=url, quote=text)])
+        return Fact(
+            id=Fact.make_id(text), statement=text, relevance=relevance, evidence=[Evidence(source_url=url, quote=text)]
+        )
 
     facts = [fact(f"Loosely related sentence number {i} here.", "file:///long", 0.3) for i in range(8)]
     facts.append(fact("The precise answer is stated here.", "file:///short", 0.7))

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from research_tool.graph.decisions.verification import cross_verify
 from research_tool.engines.cpu_pool import cpu_pool, installed_pool, run_cpu
 from research_tool.engines.offline import THREAD_THRESHOLD_CHARS, OfflineEngine, extract_source
+from research_tool.graph.decisions.verification import cross_verify
 from research_tool.models.entities import Fact
 from tests.engine.corpus_texts import CORLISS_ARCHER_RADIO, KISS_AND_TELL, SHIRLEY_TEMPLE, source
 

@@ -36,7 +36,9 @@ def test_long_document_is_capped_to_its_most_relevant_sentences() -> None:
 
 def test_query_that_found_the_source_counts_for_relevance() -> None:
     cold = source("file:///p#2", "Shirley Temple", SHIRLEY_TEMPLE)
-    trail = source("file:///p#2", "Shirley Temple", SHIRLEY_TEMPLE, query="Shirley Temple government position ambassador")
+    trail = source(
+        "file:///p#2", "Shirley Temple", SHIRLEY_TEMPLE, query="Shirley Temple government position ambassador"
+    )
     best_cold = max(f.relevance for f in extract_facts(QUESTION, cold, 2))
     ambassador = [f for f in extract_facts(QUESTION, trail, 2) if "ambassador" in f.statement]
     assert ambassador and ambassador[0].relevance > best_cold * 0.9
@@ -58,4 +60,6 @@ def test_declarative_filter_and_quality() -> None:
     assert not is_declarative("Accept all cookies to subscribe to our newsletter today please.")
     assert not is_declarative("Kiss and Tell")
     assert clean_statement("It was a hit.[3] It\n    ran long [citation needed].") == "It was a hit. It ran long."
-    assert extraction_quality("It may possibly have been released.") < extraction_quality(CORLISS_ARCHER_RADIO.split(". ")[0] + ".")
+    assert extraction_quality("It may possibly have been released.") < extraction_quality(
+        CORLISS_ARCHER_RADIO.split(". ")[0] + "."
+    )

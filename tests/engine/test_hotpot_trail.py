@@ -39,11 +39,21 @@ async def test_bridge_document_leads_to_the_answer_document(tmp_path: Path, corp
     hits = {h.title: h for h in index.search_sync(first_query, limit=10)}
     assert "Leland, North Carolina" in hits
     bridge = hits["Leland, North Carolina"]
-    page = SourceResult(url=bridge.url, title=bridge.title, full_content=bridge.text, source_name="local",
-                        query=first_query)
+    page = SourceResult(
+        url=bridge.url, title=bridge.title, full_content=bridge.text, source_name="local", query=first_query
+    )
     facts = (await engine.extract(QUESTION, page, 1)).value.facts
-    context = ReflectionContext(query=QUESTION, domain="general", iteration=1, max_queries=3, facts=facts,
-                                entities=[], sources=[page], queries_run=[first_query], failed_queries=[])
+    context = ReflectionContext(
+        query=QUESTION,
+        domain="general",
+        iteration=1,
+        max_queries=3,
+        facts=facts,
+        entities=[],
+        sources=[page],
+        queries_run=[first_query],
+        failed_queries=[],
+    )
     outcome = (await engine.reflect(context)).value
     trail = [q.query for q in outcome.response.new_queries if q.intent == "follow_trail"]
     assert trail and trail[0].startswith("Maximum Overdrive")

@@ -26,7 +26,9 @@ def test_query_from_question_keeps_names_and_drops_question_words() -> None:
 
 
 def test_query_signature_ignores_order_case_and_inflection() -> None:
-    assert query_signature("Shirley Temple government positions") == query_signature("government position shirley temple")
+    assert query_signature("Shirley Temple government positions") == query_signature(
+        "government position shirley temple"
+    )
     assert query_signature("Shirley Temple government") != query_signature("Shirley Temple ambassador")
 
 
@@ -49,7 +51,9 @@ def test_mentions_have_types() -> None:
 
 
 def test_conjoined_names_split_but_titles_with_and_stay_whole() -> None:
-    names = [m.text for m in find_mentions("Are Christopher Nolan and Sathish Kalathil both directors of Kiss and Tell?")]
+    names = [
+        m.text for m in find_mentions("Are Christopher Nolan and Sathish Kalathil both directors of Kiss and Tell?")
+    ]
     assert names == ["Christopher Nolan", "Sathish Kalathil", "Kiss and Tell"]
 
 

@@ -1,17 +1,27 @@
 import re
 
-from research_tool.graph.decisions.citations import check_citations
-from research_tool.graph.decisions.verification import cross_verify
 from research_tool.engines.base import NumberedSource, ReflectionContext, SynthesisInput
 from research_tool.engines.offline import OfflineEngine
 from research_tool.engines.text.keyphrases import query_signature
+from research_tool.graph.decisions.citations import check_citations
+from research_tool.graph.decisions.verification import cross_verify
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import Fact, normalize_key
 from tests.engine.corpus_texts import CORLISS_ARCHER_RADIO, KISS_AND_TELL, SHIRLEY_TEMPLE, source
 
 QUESTION = "Which government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
-KISS = source("file:///h.jsonl#1", "Kiss and Tell (1945 film)", KISS_AND_TELL, query="government position Corliss Archer Kiss Tell")
-RADIO = source("file:///h.jsonl#3", "Meet Corliss Archer", CORLISS_ARCHER_RADIO, query="government position Corliss Archer Kiss Tell")
+KISS = source(
+    "file:///h.jsonl#1",
+    "Kiss and Tell (1945 film)",
+    KISS_AND_TELL,
+    query="government position Corliss Archer Kiss Tell",
+)
+RADIO = source(
+    "file:///h.jsonl#3",
+    "Meet Corliss Archer",
+    CORLISS_ARCHER_RADIO,
+    query="government position Corliss Archer Kiss Tell",
+)
 
 
 async def _facts(engine: OfflineEngine, sources, iteration: int) -> list[Fact]:
@@ -23,8 +33,16 @@ async def _facts(engine: OfflineEngine, sources, iteration: int) -> list[Fact]:
 
 def _context(facts, sources, queries_run, iteration, trail=None, max_queries=3) -> ReflectionContext:
     return ReflectionContext(
-        query=QUESTION, domain="general", iteration=iteration, max_queries=max_queries, facts=facts,
-        entities=[], sources=sources, queries_run=queries_run, failed_queries=[], trail=trail or {},
+        query=QUESTION,
+        domain="general",
+        iteration=iteration,
+        max_queries=max_queries,
+        facts=facts,
+        entities=[],
+        sources=sources,
+        queries_run=queries_run,
+        failed_queries=[],
+        trail=trail or {},
     )
 
 
@@ -52,7 +70,9 @@ async def test_plan_gives_distinct_queries_with_intents_first_close_to_question(
         assert all(q.intent for q in plan)
     first = plan[0].query
     assert {"government", "position", "Corliss", "Archer", "Kiss"} <= set(first.split())
-    technical = (await engine.plan("How do I run a subprocess with a timeout in Python?", DOMAINS["technical"], 5)).value
+    technical = (
+        await engine.plan("How do I run a subprocess with a timeout in Python?", DOMAINS["technical"], 5)
+    ).value
     assert {q.intent for q in technical.queries} >= {"mechanism", "example"}
     again = (await engine.plan(QUESTION, DOMAINS["general"], 10)).value.queries
     assert again == plan  # deterministic
@@ -76,7 +96,10 @@ async def test_reflect_follows_the_trail_to_the_bridge_entity() -> None:
     queries = [q.query for q in outcome.response.new_queries]
     assert queries[0].startswith("Shirley Temple") and "government position" in queries[0]
     assert outcome.response.new_queries[0].intent == "follow_trail"
-    assert outcome.trail["shirley temple"] == 1 and set(outcome.trail) <= {normalize_key(n) for n in ("Shirley Temple", "CBS", "F. Hugh Herbert", "Priscilla Lyon", "Lugene Sanders", "Janet Waldo")}
+    assert outcome.trail["shirley temple"] == 1 and set(outcome.trail) <= {
+        normalize_key(n)
+        for n in ("Shirley Temple", "CBS", "F. Hugh Herbert", "Priscilla Lyon", "Lugene Sanders", "Janet Waldo")
+    }
     assert outcome.slots["bridge:woman"] and not outcome.slots["answer"]
     assert not outcome.response.sufficient
     assert any("government position" in gap for gap in outcome.response.gaps)
@@ -104,21 +127,35 @@ async def test_reflect_respects_trail_depth_and_never_repeats() -> None:
     shallow = (await engine.reflect(_context(facts, [temple], [], 2, {"shirley temple": 1}))).value
     assert any(q.intent == "follow_trail" for q in shallow.response.new_queries)
     for trail_query in (q.query for q in shallow.response.new_queries):
-        repeat = (await engine.reflect(_context(facts, [temple], [trail_query.upper()], 2, {"shirley temple": 1}))).value
+        repeat = (
+            await engine.reflect(_context(facts, [temple], [trail_query.upper()], 2, {"shirley temple": 1}))
+        ).value
         assert query_signature(trail_query) not in {query_signature(q.query) for q in repeat.response.new_queries}
 
 
 async def test_reflect_is_sufficient_when_slots_filled_and_no_new_facts() -> None:
     engine = OfflineEngine()
     question = "Who directed Maximum Overdrive?"
-    page = source("file:///h.jsonl#9", "Maximum Overdrive", (
-        "Maximum Overdrive is a 1986 American science fiction horror comedy film written and directed by "
-        "Stephen King. The film stars Emilio Estevez, Pat Hingle and Laura Harrington."
-    ))
+    page = source(
+        "file:///h.jsonl#9",
+        "Maximum Overdrive",
+        (
+            "Maximum Overdrive is a 1986 American science fiction horror comedy film written and directed by "
+            "Stephen King. The film stars Emilio Estevez, Pat Hingle and Laura Harrington."
+        ),
+    )
     facts = (await engine.extract(question, page, 1)).value.facts
-    context = ReflectionContext(query=question, domain="general", iteration=2, max_queries=3, facts=facts,
-                                entities=[], sources=[page], queries_run=["Maximum Overdrive directed"],
-                                failed_queries=["Maximum Overdrive directed"])
+    context = ReflectionContext(
+        query=question,
+        domain="general",
+        iteration=2,
+        max_queries=3,
+        facts=facts,
+        entities=[],
+        sources=[page],
+        queries_run=["Maximum Overdrive directed"],
+        failed_queries=["Maximum Overdrive directed"],
+    )
     outcome = (await engine.reflect(context)).value
     assert outcome.slots == {"answer": True}
     assert outcome.response.sufficient and outcome.response.confidence > 0.5
@@ -130,8 +167,9 @@ async def test_synthesize_cites_only_given_numbers_and_survives_the_citation_che
     sources = {s.url: s for s in (KISS, RADIO, temple)}
     facts = cross_verify(await _facts(engine, [KISS, RADIO], 1) + await _facts(engine, [temple], 2), sources, 0.6)
     numbered = [NumberedSource(n=i, source=s) for i, s in enumerate((temple, KISS), start=1)]
-    request = SynthesisInput(query=QUESTION, sources=numbered, facts=facts, max_findings=4,
-                             stop_reason="max_execution_time")
+    request = SynthesisInput(
+        query=QUESTION, sources=numbered, facts=facts, max_findings=4, stop_reason="max_execution_time"
+    )
     draft = (await engine.synthesize(request)).value
     cited = {int(n) for n in re.findall(r"\[(\d+)\]", draft.answer)}
     assert cited == {1, 2}  # both hops of the chain are in the answer
@@ -150,7 +188,9 @@ async def test_synthesize_cites_only_given_numbers_and_survives_the_citation_che
 
 
 async def test_synthesize_without_facts_says_so_and_reports_degraded_mode() -> None:
-    request = SynthesisInput(query=QUESTION, sources=[], facts=[], degraded_mode=True, stop_reason="all_providers_failed")
+    request = SynthesisInput(
+        query=QUESTION, sources=[], facts=[], degraded_mode=True, stop_reason="all_providers_failed"
+    )
     draft = (await OfflineEngine().synthesize(request)).value
     assert draft.findings == [] and "No retrieved source" in draft.answer and "Degraded mode" in draft.answer
     assert not re.search(r"\[\d+\]", draft.answer)

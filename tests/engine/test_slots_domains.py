@@ -13,20 +13,32 @@ def _fact(statement: str, relevance: float = 0.6) -> Fact:
 
 
 def test_slots_of_typical_questions() -> None:
-    kinds = {q: required_slots(q)[0].kind for q in [
-        "Who directed the film that was shot in Leland, North Carolina in 1986?",
-        "When was the Brisbane Institute founded?",
-        "Where is Two Dollar Radio based?",
-        "How many records has Engelbert Humperdinck sold?",
-        "Are Christopher Nolan and Sathish Kalathil both film directors?",
-        "Why does subprocess.run raise TimeoutExpired?",
-        "How do I run a subprocess with a timeout in Python?",
-        "What is asyncio?",
-        "Scott Howell has worked with the mayor of what city?",
-        "The manuscript is in the hand of a German musician whose godfather is whom?",
-    ]}
+    kinds = {
+        q: required_slots(q)[0].kind
+        for q in [
+            "Who directed the film that was shot in Leland, North Carolina in 1986?",
+            "When was the Brisbane Institute founded?",
+            "Where is Two Dollar Radio based?",
+            "How many records has Engelbert Humperdinck sold?",
+            "Are Christopher Nolan and Sathish Kalathil both film directors?",
+            "Why does subprocess.run raise TimeoutExpired?",
+            "How do I run a subprocess with a timeout in Python?",
+            "What is asyncio?",
+            "Scott Howell has worked with the mayor of what city?",
+            "The manuscript is in the hand of a German musician whose godfather is whom?",
+        ]
+    }
     assert list(kinds.values()) == [
-        "person", "date", "place", "number", "yes_no", "reason", "method", "definition", "place", "person",
+        "person",
+        "date",
+        "place",
+        "number",
+        "yes_no",
+        "reason",
+        "method",
+        "definition",
+        "place",
+        "person",
     ]
 
 
@@ -44,10 +56,13 @@ def test_comparison_question_needs_each_subject() -> None:
     assert "subject:Christopher Nolan" in names and "subject:Sathish Kalathil" in names
     half = evaluate_slots(question, [_fact("Christopher Nolan is a British-American film director and producer.")])
     assert half.filled["subject:Christopher Nolan"] and not half.filled["subject:Sathish Kalathil"]
-    full = evaluate_slots(question, [
-        _fact("Christopher Nolan is a British-American film director and producer."),
-        _fact("Sathish Kalathil is an Indian film director and producer of documentaries."),
-    ])
+    full = evaluate_slots(
+        question,
+        [
+            _fact("Christopher Nolan is a British-American film director and producer."),
+            _fact("Sathish Kalathil is an Indian film director and producer of documentaries."),
+        ],
+    )
     assert full.all_filled
 
 

@@ -1,5 +1,5 @@
-from research_tool.graph.decisions.verification import cross_verify, source_credibility, witness_key
 from research_tool.engines.text.facts import extract_facts
+from research_tool.graph.decisions.verification import cross_verify, source_credibility, witness_key
 from research_tool.models.entities import Evidence, Fact
 from tests.engine.corpus_texts import KISS_AND_TELL, SHIRLEY_TEMPLE, SUBPROCESS_DOC, SUBPROCESS_MIRROR, source
 
@@ -8,7 +8,10 @@ TIMEOUT = "If the timeout expires, the child process will be killed and waited f
 
 def _fact(statement: str, url: str, subject: str | None = None, relevance: float = 0.6) -> Fact:
     return Fact(
-        id=Fact.make_id(statement), statement=statement, subject=subject, relevance=relevance,
+        id=Fact.make_id(statement),
+        statement=statement,
+        subject=subject,
+        relevance=relevance,
         evidence=[Evidence(source_url=url, quote=statement)],
     )
 
@@ -51,7 +54,10 @@ def test_near_duplicates_merge_and_keep_all_evidence() -> None:
     a = _fact("Shirley Temple was named United States ambassador to Ghana.", "https://a.org/x", relevance=0.7)
     b = _fact("Shirley Temple was named United States ambassador to Ghana!", "https://b.org/y", relevance=0.5)
     c = _fact("Kiss and Tell is a 1945 American comedy film.", "https://a.org/x")
-    sources = {u: source(u, "t", SHIRLEY_TEMPLE + " " + KISS_AND_TELL, "tavily") for u in ("https://a.org/x", "https://b.org/y")}
+    sources = {
+        u: source(u, "t", SHIRLEY_TEMPLE + " " + KISS_AND_TELL, "tavily")
+        for u in ("https://a.org/x", "https://b.org/y")
+    }
     merged = cross_verify([a, b, c], sources, threshold=0.5)
     assert len(merged) == 2
     ambassador = next(f for f in merged if "Ghana" in f.statement)
@@ -91,7 +97,11 @@ def test_linked_document_inherits_relevance() -> None:
         "file:///h#1": source("file:///h#1", "Kiss and Tell (1945 film)", KISS_AND_TELL),
         "file:///h#2": source("file:///h#2", "Shirley Temple", SHIRLEY_TEMPLE),
     }
-    link = _fact("Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer.", "file:///h#1", relevance=0.8)
+    link = _fact(
+        "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer.",
+        "file:///h#1",
+        relevance=0.8,
+    )
     target = _fact("She began her film career in 1932 at the age of three.", "file:///h#2", relevance=0.1)
     checked = {f.id: f for f in cross_verify([link, target], sources, threshold=0.6)}
     assert checked[target.id].relevance >= 0.6

@@ -19,7 +19,10 @@ async def test_circuit_breaker_opens_and_the_session_completes_without_that_prov
     with counting_server(status=500) as (url, counter):
         settings = Settings(data_dir=tmp_path / "data", wikipedia_base_url=url, wikipedia_rps=100.0)
         request = ResearchRequest(
-            query=QUESTION, providers=["local", "wikipedia"], corpus_dirs=[str(stdlib_corpus)], fetch=False,
+            query=QUESTION,
+            providers=["local", "wikipedia"],
+            corpus_dirs=[str(stdlib_corpus)],
+            fetch=False,
         )
         result = await run_session(settings, request)
     report = result.report
@@ -45,7 +48,10 @@ async def test_local_only_sends_zero_requests_to_cloud_providers(tmp_path: Path,
         settings = Settings(data_dir=tmp_path / "data", **overrides)
         for domain in ("general", "academic", "technical"):
             request = ResearchRequest(
-                query=QUESTION, privacy_mode="local_only", domain=domain, corpus_dirs=[str(stdlib_corpus)],
+                query=QUESTION,
+                privacy_mode="local_only",
+                domain=domain,
+                corpus_dirs=[str(stdlib_corpus)],
             )
             result = await run_session(settings, request)
             assert result.report is not None

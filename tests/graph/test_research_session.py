@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from research_tool.core.settings import Settings
 from research_tool.engines.base import EngineStep, SynthesisDraft, SynthesisInput
 from research_tool.engines.offline import OfflineEngine
-from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
 from tests.support.sessions import assert_citations_resolve, run_session
 
@@ -59,7 +59,10 @@ async def test_a_corpus_that_runs_out_of_facts_stops_before_max_iterations(
     ],
 )
 async def test_each_guard_stops_a_real_session_with_its_reason(
-    tmp_path: Path, stdlib_corpus: Path, overrides: dict[str, object], settings_overrides: dict[str, object],
+    tmp_path: Path,
+    stdlib_corpus: Path,
+    overrides: dict[str, object],
+    settings_overrides: dict[str, object],
     reason: str,
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", **settings_overrides)
@@ -71,8 +74,9 @@ async def test_each_guard_stops_a_real_session_with_its_reason(
 
 async def test_a_session_whose_providers_all_fail_completes_degraded(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", wikipedia_base_url="http://127.0.0.1:9")  # discard port: refused
-    request = ResearchRequest(query="Who designed the Python programming language?", providers=["wikipedia"],
-                              fetch=False)
+    request = ResearchRequest(
+        query="Who designed the Python programming language?", providers=["wikipedia"], fetch=False
+    )
     result = await run_session(settings, request)
     assert result.record.status == "completed"
     report = result.report

@@ -47,8 +47,13 @@ async def test_cached_record_equals_a_fresh_read_from_sqlite(conn: aiosqlite.Con
     store = SessionStore(conn)
     record = await store.create(ResearchRequest(query="Who wrote Dune?", providers=["wikipedia"]))
     await store.update(record.id, stop_requested=1, status="stopping", progress={"sources_found": 3, "t": (1, 2)})
-    await store.update(record.id, status="awaiting_clarification", pending_questions=["Which one?"],
-                       awaiting_since="2026-01-01T00:00:00+00:00", clarify_answers=None)
+    await store.update(
+        record.id,
+        status="awaiting_clarification",
+        pending_questions=["Which one?"],
+        awaiting_since="2026-01-01T00:00:00+00:00",
+        clarify_answers=None,
+    )
     await store.update(record.id, clarify_answers=[], error="x")
     cached = await store.get(record.id)
 

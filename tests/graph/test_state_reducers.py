@@ -6,10 +6,26 @@ from research_tool.models.state import merge_entities, merge_facts, merge_source
 
 
 def test_sources_merge_by_canonical_url_and_keep_fetched_text() -> None:
-    a = {"https://x.org/a": {"url": "https://x.org/a", "title": "A", "full_content": None, "found_by": ["brave"],
-                             "first_iteration": 2, "best_rank": 3}}
-    b = {"https://x.org/a": {"url": "https://x.org/a", "title": "A", "full_content": "text", "found_by": ["exa"],
-                             "first_iteration": 1, "best_rank": 1}}
+    a = {
+        "https://x.org/a": {
+            "url": "https://x.org/a",
+            "title": "A",
+            "full_content": None,
+            "found_by": ["brave"],
+            "first_iteration": 2,
+            "best_rank": 3,
+        }
+    }
+    b = {
+        "https://x.org/a": {
+            "url": "https://x.org/a",
+            "title": "A",
+            "full_content": "text",
+            "found_by": ["exa"],
+            "first_iteration": 1,
+            "best_rank": 1,
+        }
+    }
     merged = merge_sources(a, b)
     assert list(merged) == ["https://x.org/a"]
     entry = merged["https://x.org/a"]
@@ -31,10 +47,26 @@ def test_facts_union_evidence_once() -> None:
 
 
 def test_entity_mentions_count_distinct_sources() -> None:
-    left = {"python": {"key": "python", "name": "Python", "sources": ["u1"], "mention_count": 1, "iteration": 1,
-                       "entity_type": "other"}}
-    right = {"python": {"key": "python", "name": "Python", "sources": ["u1", "u2"], "mention_count": 2,
-                        "iteration": 2, "entity_type": "concept"}}
+    left = {
+        "python": {
+            "key": "python",
+            "name": "Python",
+            "sources": ["u1"],
+            "mention_count": 1,
+            "iteration": 1,
+            "entity_type": "other",
+        }
+    }
+    right = {
+        "python": {
+            "key": "python",
+            "name": "Python",
+            "sources": ["u1", "u2"],
+            "mention_count": 2,
+            "iteration": 2,
+            "entity_type": "concept",
+        }
+    }
     merged = merge_entities(left, right)
     assert merged["python"]["mention_count"] == 2
     assert merged["python"]["entity_type"] == "concept"

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pytest
 import structlog
 
-from research_tool.engines.factory import create_engine
-from research_tool.engines.llm import LLMEngine
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
+from research_tool.engines.factory import create_engine
+from research_tool.engines.llm import LLMEngine
 
 from .fallback_engine import RecordingFallback
 from .servers import OllamaServer, OpenAIServer, ScriptedChatServer

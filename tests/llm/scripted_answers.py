@@ -79,9 +79,7 @@ def extract_answer(request: RecordedRequest) -> str:
     """Facts quoting the first whole sentences of the source, and the multi-word names in it."""
     blocks = source_blocks(request.user_text)
     text = blocks[0][1] if blocks else ""
-    facts = [
-        {"statement": s, "quote": s, "subject": None, "relevance": 0.8} for s in whole_sentences(text, 3)
-    ]
+    facts = [{"statement": s, "quote": s, "subject": None, "relevance": 0.8} for s in whole_sentences(text, 3)]
     names = list(dict.fromkeys(_NAME.findall(text)))[:5]
     return json.dumps({"facts": facts, "entities": [{"name": n, "type": "other"} for n in names]})
 
@@ -97,8 +95,12 @@ def reflect_answer(sufficient_after: int = 1) -> AnswerFunction:
         new_queries = [] if sufficient else [{"query": f"{question} follow-up {cycle}", "intent": "close gaps"}]
         gaps = [] if sufficient else [f"details still missing after cycle {cycle}"]
         return json.dumps(
-            {"sufficient": sufficient, "confidence": 0.8 if sufficient else 0.4, "gaps": gaps,
-             "new_queries": new_queries}
+            {
+                "sufficient": sufficient,
+                "confidence": 0.8 if sufficient else 0.4,
+                "gaps": gaps,
+                "new_queries": new_queries,
+            }
         )
 
     return answer

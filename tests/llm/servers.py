@@ -206,7 +206,7 @@ class ScriptedChatServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            def log_message(self, format: str, *args: Any) -> None:
                 return None
 
             def _send(self, status: int, content_type: str, payload: bytes) -> None:
@@ -216,10 +216,10 @@ class ScriptedChatServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            def do_GET(self) -> None:
                 self._send(*owner.handle_get(self.path.split("?")[0]))
 
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 try:
@@ -314,15 +314,20 @@ class OpenAIServer(ScriptedChatServer):
             completion["usage"] = usage
         return _json(200, completion)
 
-    def _sse(
-        self, reply: Reply, model: str, created: int, usage: dict[str, int], body: dict[str, Any]
-    ) -> bytes:
-        base = {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion.chunk", "created": created,
-                "model": model}
-        events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                        "finish_reason": None}]}]
-        events += [{**base, "choices": [{"index": 0, "delta": {"content": part}, "finish_reason": None}]}
-                   for part in _halves(reply.content)]
+    def _sse(self, reply: Reply, model: str, created: int, usage: dict[str, int], body: dict[str, Any]) -> bytes:
+        base = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+        }
+        events = [
+            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
+        ]
+        events += [
+            {**base, "choices": [{"index": 0, "delta": {"content": part}, "finish_reason": None}]}
+            for part in _halves(reply.content)
+        ]
         events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
             events.append({**base, "choices": [], "usage": usage})
@@ -346,8 +351,12 @@ class OllamaServer(ScriptedChatServer):
                     "modified_at": "2025-01-01T00:00:00Z",
                     "size": 1000,
                     "digest": "0" * 64,
-                    "details": {"format": "gguf", "family": "test", "parameter_size": "1B",
-                                "quantization_level": "Q4_0"},
+                    "details": {
+                        "format": "gguf",
+                        "family": "test",
+                        "parameter_size": "1B",
+                        "quantization_level": "Q4_0",
+                    },
                 }
                 for name in self.models
             ]
@@ -384,8 +393,7 @@ class OllamaServer(ScriptedChatServer):
         if body.get("stream", True) is False:
             return _json(200, {**final, "message": {"role": "assistant", "content": reply.content}})
         chunks = [
-            {"model": model, "created_at": created_at, "message": {"role": "assistant", "content": part},
-             "done": False}
+            {"model": model, "created_at": created_at, "message": {"role": "assistant", "content": part}, "done": False}
             for part in _halves(reply.content)
         ]
         lines = "".join(json.dumps(chunk) + "\n" for chunk in [*chunks, final])

@@ -67,9 +67,10 @@ def test_compact_keeps_the_most_recent_whole_and_the_rest_as_citable_handles() -
 
 
 def test_handles_convert_back_to_source_results() -> None:
-    sources = [SourceResult.model_validate(s | {}) for s in (
-        {k: v for k, v in src.items() if k in SourceResult.model_fields} for src in _state_sources().values()
-    )]
+    sources = [
+        SourceResult.model_validate(s | {})
+        for s in ({k: v for k, v in src.items() if k in SourceResult.model_fields} for src in _state_sources().values())
+    ]
     _, summary = compact_sources(sources, keep_recent=1)
     assert all(SourceResult.model_validate(h).full_content is None for h in summary.handles)
 

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from research_tool.engines.factory import create_engine, endpoint_is_local, parse_model_spec
-from research_tool.engines.llm import LLMEngine
 from research_tool.core.errors import BadInputError, EngineUnavailableError
 from research_tool.core.settings import Settings
+from research_tool.engines.factory import create_engine, endpoint_is_local, parse_model_spec
+from research_tool.engines.llm import LLMEngine
 
 from .conftest import llm_settings
 from .fallback_engine import RecordingFallback

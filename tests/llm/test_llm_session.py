@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from research_tool.models.request import ResearchRequest
 from research_tool.demo_corpus import build_demo_corpus
+from research_tool.models.request import ResearchRequest
 from tests.support.sessions import assert_citations_resolve, run_session
 
 from .conftest import llm_settings
@@ -40,15 +40,24 @@ def kind_of(server: ScriptedChatServer) -> str:
 
 
 def request_for(corpus: Path) -> ResearchRequest:
-    return ResearchRequest(query=QUESTION, providers=["local"], corpus_dirs=[str(corpus)], fetch=False,
-                           privacy_mode="local_only", tier="simple")
+    return ResearchRequest(
+        query=QUESTION,
+        providers=["local"],
+        corpus_dirs=[str(corpus)],
+        fetch=False,
+        privacy_mode="local_only",
+        tier="simple",
+    )
 
 
 async def test_a_whole_session_runs_on_the_model(server: ScriptedChatServer, corpus: Path, tmp_path: Path) -> None:
-    script_session(server, sufficient_after=2, extra_synthesis_sentence="Subprocesses also cure colds [99].",
-                   unsupported_claims=[REJECTED_PHRASE])
-    settings = llm_settings(kind_of(server), server.base_url, data_dir=tmp_path / "data",
-                            verify_citations="semantic")
+    script_session(
+        server,
+        sufficient_after=2,
+        extra_synthesis_sentence="Subprocesses also cure colds [99].",
+        unsupported_claims=[REJECTED_PHRASE],
+    )
+    settings = llm_settings(kind_of(server), server.base_url, data_dir=tmp_path / "data", verify_citations="semantic")
     result = await run_session(settings, request_for(corpus))
 
     assert result.record.status == "completed", result.record.error
@@ -65,7 +74,9 @@ async def test_a_whole_session_runs_on_the_model(server: ScriptedChatServer, cor
     # the forged [99] and the claims the model judged unsupported are gone, and counted
     texts = [report["answer"], *(f["statement"] for f in report["findings"])]
     assert all("cure colds" not in t and REJECTED_PHRASE not in t.casefold() for t in texts)
-    rejected = [r for r in server.requests if r.step == "citation_support" and REJECTED_PHRASE in r.user_text.casefold()]
+    rejected = [
+        r for r in server.requests if r.step == "citation_support" and REJECTED_PHRASE in r.user_text.casefold()
+    ]
     assert rejected, "the model was never asked about a claim it rejects"
     assert meta["citations_removed"] >= 2
     exports = Path(settings.data_dir) / "exports" / result.record.id

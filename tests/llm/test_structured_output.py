@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from research_tool.core.errors import EngineOutputError
 from research_tool.engines.llm_schemas import ClarifyAnswer, SynthesizeAnswer
 from research_tool.engines.structured_output import parse_structured, strip_reasoning
-from research_tool.core.errors import EngineOutputError
 from research_tool.models.schemas import PlanResponse
 
 PLAN = '{"queries": [{"query": "a", "intent": "b"}]}'
@@ -16,7 +16,7 @@ PLAN = '{"queries": [{"query": "a", "intent": "b"}]}'
     "answer",
     [
         PLAN,
-        f"<think>Let me plan. {{\"queries\": []}}</think>{PLAN}",
+        f'<think>Let me plan. {{"queries": []}}</think>{PLAN}',
         f"<THINK>\nmulti\nline\n</THINK>\n\n```json\n{PLAN}\n```",
         f"Sure! Here is the plan you asked for:\n{PLAN}\nHope this helps.",
         f"```\n{PLAN}\n```",

@@ -12,12 +12,19 @@ import pytest
 
 from research_tool.core.settings import PROVIDER_NAMES, Settings
 from research_tool.providers.http_client import create_http_client
-from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
+from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 
 from .replay import ReplayServer
 
-KEY_ENV = ("TAVILY_API_KEY", "EXA_API_KEY", "BRAVE_API_KEY", "SEMANTIC_SCHOLAR_API_KEY", "NCBI_API_KEY", "UNPAYWALL_EMAIL")
+KEY_ENV = (
+    "TAVILY_API_KEY",
+    "EXA_API_KEY",
+    "BRAVE_API_KEY",
+    "SEMANTIC_SCHOLAR_API_KEY",
+    "NCBI_API_KEY",
+    "UNPAYWALL_EMAIL",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,9 @@ class Recorded:
     content_type: str
 
     def reply(self, **overrides: Any) -> Reply:
-        return Reply(status=overrides.pop("status", self.status), body=self.body, content_type=self.content_type, **overrides)
+        return Reply(
+            status=overrides.pop("status", self.status), body=self.body, content_type=self.content_type, **overrides
+        )
 
 
 def fixture_path(*parts: str) -> Path:
@@ -58,7 +60,13 @@ def vcr_interactions(*parts: str) -> list[Recorded]:
 def arxiv_recording(name: str) -> Recorded:
     """arxiv.py's fixtures: {url, status_code, body} with the Atom body stored latin-1 decoded."""
     data = json.loads(fixture_path("arxiv", name).read_text(encoding="utf-8"))
-    return Recorded(data["url"], "GET", int(data["status_code"]), data["body"].encode("latin-1"), "application/atom+xml; charset=UTF-8")
+    return Recorded(
+        data["url"],
+        "GET",
+        int(data["status_code"]),
+        data["body"].encode("latin-1"),
+        "application/atom+xml; charset=UTF-8",
+    )
 
 
 def raw_bytes(*parts: str) -> bytes:
@@ -80,7 +88,12 @@ def rvcr_interactions(*parts: str) -> list[Recorded]:
         headers = response.get("headers") or {}
         content_type = _header(headers, "content-type") or "application/json"
         recorded.append(
-            Recorded(interaction["request"]["uri"], interaction["request"]["method"].upper(), int(code),
-                     response["body"]["string"].encode("utf-8"), content_type)
+            Recorded(
+                interaction["request"]["uri"],
+                interaction["request"]["method"].upper(),
+                int(code),
+                response["body"]["string"].encode("utf-8"),
+                content_type,
+            )
         )
     return recorded

@@ -58,7 +58,7 @@ Handler = Callable[[RecordedRequest], Reply]
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def handle_error(self, request: Any, client_address: Any) -> None:  # noqa: ANN401
+    def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up mid-body (the crawler refusing an oversized page) is expected."""
 
 
@@ -140,9 +140,9 @@ class ReplayServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            do_GET = do_POST = _serve  # noqa: N815 - http.server's naming
+            do_GET = do_POST = _serve
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return None
 
         return Handler

@@ -14,7 +14,7 @@ from research_tool.core.settings import Settings
 from research_tool.providers.fetching.browser import browser_unavailable_reason
 from research_tool.providers.fetching.crawler import Crawler
 
-from .replay import Reply, ReplayServer
+from .replay import ReplayServer, Reply
 
 UNAVAILABLE = browser_unavailable_reason()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no browser for the Playwright backend: {UNAVAILABLE}")

@@ -45,13 +45,27 @@ def _source(provider: str, url: str, **fields: object) -> SourceResult:
 
 
 def test_same_paper_from_arxiv_semantic_scholar_and_pubmed_merges_into_one() -> None:
-    arxiv = _source("arxiv", "https://arxiv.org/abs/1706.03762v5", doi="10.48550/arxiv.1706.03762",
-                    authors=["Ashish Vaswani"], snippet="short")
-    s2 = _source("semantic_scholar", "https://www.semanticscholar.org/paper/p1", doi="10.48550/arXiv.1706.03762",
-                 snippet="a much longer abstract from Semantic Scholar", published_date="2017-06-12")
+    arxiv = _source(
+        "arxiv",
+        "https://arxiv.org/abs/1706.03762v5",
+        doi="10.48550/arxiv.1706.03762",
+        authors=["Ashish Vaswani"],
+        snippet="short",
+    )
+    s2 = _source(
+        "semantic_scholar",
+        "https://www.semanticscholar.org/paper/p1",
+        doi="10.48550/arXiv.1706.03762",
+        snippet="a much longer abstract from Semantic Scholar",
+        published_date="2017-06-12",
+    )
     journal = _source("pubmed", "https://pubmed.ncbi.nlm.nih.gov/1/", doi="10.1038/nature12373")
-    journal_s2 = _source("semantic_scholar", "https://www.semanticscholar.org/paper/p2", doi="https://doi.org/10.1038/NATURE12373",
-                         authors=["G. Kucsko"])
+    journal_s2 = _source(
+        "semantic_scholar",
+        "https://www.semanticscholar.org/paper/p2",
+        doi="https://doi.org/10.1038/NATURE12373",
+        authors=["G. Kucsko"],
+    )
     other = _source("tavily", "https://Example.com/page?utm_campaign=x#top")
     same_page = _source("brave", "https://example.com/page")
 
@@ -69,6 +83,8 @@ def test_same_paper_from_arxiv_semantic_scholar_and_pubmed_merges_into_one() -> 
 def test_arxiv_copy_without_doi_joins_through_its_id() -> None:
     plain = _source("arxiv", "https://arxiv.org/abs/2202.12139v1")
     with_journal_doi = _source("arxiv", "http://arxiv.org/abs/2202.12139v2", doi="10.1109/ICSTW55395.2022.00035")
-    journal = _source("semantic_scholar", "https://www.semanticscholar.org/paper/q", doi="10.1109/icstw55395.2022.00035")
+    journal = _source(
+        "semantic_scholar", "https://www.semanticscholar.org/paper/q", doi="10.1109/icstw55395.2022.00035"
+    )
     assert "arxiv:2202.12139" in dedup_keys(plain)
     assert len(merge_duplicates([plain, journal, with_journal_doi])) == 1

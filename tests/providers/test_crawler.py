@@ -13,14 +13,14 @@ import pytest
 from research_tool.core.errors import AccessDeniedError, FetchRefusedError, ProviderResponseError
 from research_tool.core.settings import Settings
 from research_tool.models.entities import SourceResult
-from research_tool.providers.memory import MemoryStore
 from research_tool.providers.fetching.crawler import Crawler
 from research_tool.providers.fetching.full_text import fetch_full_text
 from research_tool.providers.fetching.open_access import fetch_open_access
+from research_tool.providers.memory import MemoryStore
 from research_tool.providers.search.unpaywall import UnpaywallProvider
 
 from .recordings import raw_bytes, raw_json
-from .replay import Reply, ReplayServer
+from .replay import ReplayServer, Reply
 
 HTML = "text/html; charset=utf-8"
 SOON = 10.0
@@ -57,7 +57,10 @@ def target() -> ReplayServer:
 
 
 async def test_extracts_the_recorded_page(replay: ReplayServer, crawler: Crawler) -> None:
-    replay.route("/2016/12/python-360-is-now-available.html", Reply(200, body=raw_bytes("web_fetch", "blog.python.org.html"), content_type=HTML))
+    replay.route(
+        "/2016/12/python-360-is-now-available.html",
+        Reply(200, body=raw_bytes("web_fetch", "blog.python.org.html"), content_type=HTML),
+    )
     url = f"{replay.base_url}/2016/12/python-360-is-now-available.html"
 
     page = await crawler.fetch(url, deadline=time.monotonic() + SOON)
@@ -110,12 +113,17 @@ async def test_ssrf_targets_are_refused_and_never_contacted(
             await crawler.fetch(url, deadline=deadline)
 
     assert target.requests == []
-    assert [r.path for r in replay.requests] == ["/to-loopback", "/to-localhost"]  # the redirects were served, not followed
+    assert [r.path for r in replay.requests] == [
+        "/to-loopback",
+        "/to-localhost",
+    ]  # the redirects were served, not followed
 
 
 async def test_non_text_and_oversized_bodies_are_refused(replay: ReplayServer, crawler: Crawler) -> None:
     replay.route("/image.png", Reply(200, body=b"\x89PNG\r\n\x1a\n" + b"0" * 100, content_type="image/png"))
-    replay.route("/huge.html", Reply(200, body=b"<html><body>" + b"a" * (5 * 1024 * 1024) + b"</body></html>", content_type=HTML))
+    replay.route(
+        "/huge.html", Reply(200, body=b"<html><body>" + b"a" * (5 * 1024 * 1024) + b"</body></html>", content_type=HTML)
+    )
     deadline = time.monotonic() + SOON
     with pytest.raises(FetchRefusedError, match="not text"):
         await crawler.fetch(f"{replay.base_url}/image.png", deadline=deadline)
@@ -132,18 +140,34 @@ async def test_captcha_page_is_a_recorded_failure_and_the_snippet_is_kept(
     replay: ReplayServer, crawler: Crawler, tmp_path: Path
 ) -> None:
     replay.route("/challenge", Reply(403, body=CAPTCHA_PAGE, content_type=HTML))
-    replay.route("/soft-challenge", Reply(200, body='<html><body><div class="g-recaptcha" data-sitekey="x"></div></body></html>', content_type=HTML))
+    replay.route(
+        "/soft-challenge",
+        Reply(
+            200, body='<html><body><div class="g-recaptcha" data-sitekey="x"></div></body></html>', content_type=HTML
+        ),
+    )
     deadline = time.monotonic() + SOON
     with pytest.raises(AccessDeniedError, match="CAPTCHA"):
         await crawler.fetch(f"{replay.base_url}/soft-challenge", deadline=deadline)
 
-    source = SourceResult(url=f"{replay.base_url}/challenge", title="Blocked page", snippet="the search snippet", source_name="brave", query="q")
+    source = SourceResult(
+        url=f"{replay.base_url}/challenge",
+        title="Blocked page",
+        snippet="the search snippet",
+        source_name="brave",
+        query="q",
+    )
     outcome = await fetch_full_text(source, crawler=crawler, deadline=deadline, iteration=2)
 
     assert outcome.text_from == "snippet"
     assert outcome.source.snippet == "the search snippet" and outcome.source.full_content is None
     [failure] = outcome.failures
-    assert (failure.provider, failure.url, failure.error_type, failure.iteration) == ("crawler", source.url, "access_denied", 2)
+    assert (failure.provider, failure.url, failure.error_type, failure.iteration) == (
+        "crawler",
+        source.url,
+        "access_denied",
+        2,
+    )
     assert "CAPTCHA" in failure.message
     memory = MemoryStore(tmp_path / "memory.db")
     await memory.record_failure("general", failure)
@@ -159,10 +183,17 @@ async def test_paywalled_doi_falls_back_to_unpaywalls_open_access_copy(
     record["best_oa_location"]["url"] = open_copy  # the recorded record, its best location moved onto the replay server
     replay.route("/v2/10.1038/nature12373", Reply(200, body=json.dumps(record), content_type="application/json"))
     replay.route("/articles/nature12373", Reply(200, body=PAYWALLED_PAGE, content_type=HTML))
-    replay.route("/bitstream/1/12285462/Nanometer-Scale-Thermometry.html", Reply(200, body=OPEN_ACCESS_PAGE, content_type=HTML))
+    replay.route(
+        "/bitstream/1/12285462/Nanometer-Scale-Thermometry.html", Reply(200, body=OPEN_ACCESS_PAGE, content_type=HTML)
+    )
     unpaywall = UnpaywallProvider(make_settings(unpaywall_email="me@example.org"), client)
-    source = SourceResult(url=f"{replay.base_url}/articles/nature12373", title="Nanometre-scale thermometry", snippet="teaser",
-                          source_name="semantic_scholar", doi="10.1038/nature12373")
+    source = SourceResult(
+        url=f"{replay.base_url}/articles/nature12373",
+        title="Nanometre-scale thermometry",
+        snippet="teaser",
+        source_name="semantic_scholar",
+        doi="10.1038/nature12373",
+    )
 
     outcome = await fetch_full_text(source, crawler=crawler, unpaywall=unpaywall, deadline=time.monotonic() + SOON)
 
@@ -176,11 +207,19 @@ async def test_paywalled_doi_falls_back_to_unpaywalls_open_access_copy(
 async def test_open_access_without_a_copy_reports_nothing_fetched(
     replay: ReplayServer, crawler: Crawler, make_settings: Callable[..., Settings], client: httpx.AsyncClient
 ) -> None:
-    replay.route("/v2/10.9999/closed", Reply(200, body={"doi": "10.9999/closed", "is_oa": False, "best_oa_location": None, "oa_locations": []}))
+    replay.route(
+        "/v2/10.9999/closed",
+        Reply(200, body={"doi": "10.9999/closed", "is_oa": False, "best_oa_location": None, "oa_locations": []}),
+    )
     unpaywall = UnpaywallProvider(make_settings(unpaywall_email="me@example.org"), client)
-    result = await fetch_open_access("10.9999/closed", unpaywall=unpaywall, crawler=crawler, deadline=time.monotonic() + SOON)
+    result = await fetch_open_access(
+        "10.9999/closed", unpaywall=unpaywall, crawler=crawler, deadline=time.monotonic() + SOON
+    )
     assert result.page is None and result.failures == []
     no_email = await fetch_open_access(
-        "10.9999/closed", unpaywall=UnpaywallProvider(make_settings(), client), crawler=crawler, deadline=time.monotonic() + SOON
+        "10.9999/closed",
+        unpaywall=UnpaywallProvider(make_settings(), client),
+        crawler=crawler,
+        deadline=time.monotonic() + SOON,
     )
     assert [f.error_type for f in no_email.failures] == ["provider_unavailable"]

@@ -15,7 +15,7 @@ from research_tool.core.errors import RateLimitError
 from research_tool.core.settings import Settings
 from research_tool.providers.search.duckduckgo import DuckDuckGoProvider, normalize_results
 
-from .replay import Reply, ReplayServer
+from .replay import ReplayServer, Reply
 
 RESULTS_PAGE = """<!DOCTYPE html><html><body><div class="serp__results"><div class="results">
 <div class="result results_links results_links_deep web-result"><div class="links_main links_deep result__body">
@@ -29,13 +29,18 @@ RESULTS_PAGE = """<!DOCTYPE html><html><body><div class="serp__results"><div cla
 </div></div></body></html>"""
 
 
-async def test_duckduckgo_uses_ddgs_engine_against_base_url(replay: ReplayServer, make_settings: Callable[..., Settings]) -> None:
+async def test_duckduckgo_uses_ddgs_engine_against_base_url(
+    replay: ReplayServer, make_settings: Callable[..., Settings]
+) -> None:
     replay.route("/html/", Reply(200, body=RESULTS_PAGE, content_type="text/html; charset=utf-8"), method="POST")
     provider = DuckDuckGoProvider(make_settings(), httpx.AsyncClient())
 
     results = await provider.search("python subprocess timeout", max_results=5)
 
-    assert [r.title for r in results] == ["subprocess \u2014 Subprocess management", "Using module subprocess with timeout"]
+    assert [r.title for r in results] == [
+        "subprocess \u2014 Subprocess management",
+        "Using module subprocess with timeout",
+    ]
     assert results[0].url == "https://docs.python.org/3/library/subprocess.html"
     assert results[0].snippet == "The subprocess module allows you to spawn new processes; timeout kills the child."
     assert results[1].rank == 2 and results[1].source_name == "duckduckgo"
@@ -43,7 +48,9 @@ async def test_duckduckgo_uses_ddgs_engine_against_base_url(replay: ReplayServer
     assert b"q=python+subprocess+timeout" in sent.body
 
 
-async def test_duckduckgo_anomaly_page_is_a_rate_limit(replay: ReplayServer, make_settings: Callable[..., Settings]) -> None:
+async def test_duckduckgo_anomaly_page_is_a_rate_limit(
+    replay: ReplayServer, make_settings: Callable[..., Settings]
+) -> None:
     replay.route("/html/", Reply(202, body="<html>anomaly</html>", content_type="text/html"), method="POST")
     with pytest.raises(RateLimitError):
         await DuckDuckGoProvider(make_settings(), httpx.AsyncClient()).search("q")

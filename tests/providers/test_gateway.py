@@ -9,15 +9,15 @@ from pathlib import Path
 import httpx
 
 from research_tool.core.settings import Settings
-from research_tool.providers.memory import MemoryStore
 from research_tool.providers.gateway import SearchGateway
-from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
-from research_tool.providers.search.tavily import TavilyProvider
+from research_tool.providers.memory import MemoryStore
 from research_tool.providers.resilience.circuit_breaker import CircuitBreaker, CircuitBreakerRegistry, CircuitState
 from research_tool.providers.resilience.retry import RetryPolicy
+from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
+from research_tool.providers.search.tavily import TavilyProvider
 
 from .recordings import vcr_interactions
-from .replay import Reply, ReplayServer
+from .replay import ReplayServer, Reply
 
 PATH = "/graph/v1/paper/search"
 FAST_RETRIES = RetryPolicy(max_attempts=3, initial_wait_s=0.01, max_wait_s=0.05, jitter_s=0.0)
@@ -43,7 +43,11 @@ async def test_breaker_opens_after_five_consecutive_500s_then_half_opens(
     assert gateway.breaker(provider).state is CircuitState.OPEN
 
     third = await gateway.search(provider, "c", 5, deadline=deadline)  # refused without a request
-    assert third.failure is not None and third.failure.error_type == "circuit_open" and third.failure.provider == "semantic_scholar"
+    assert (
+        third.failure is not None
+        and third.failure.error_type == "circuit_open"
+        and third.failure.provider == "semantic_scholar"
+    )
     assert len(replay.requests_for(PATH)) == 5
 
     replay.route(PATH, _ok())
@@ -122,7 +126,9 @@ async def test_long_retry_after_gives_up_at_the_deadline(
 async def test_unavailable_provider_sends_nothing(
     replay: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
 ) -> None:
-    outcome = await SearchGateway().search(TavilyProvider(make_settings(), client), "q", 5, deadline=time.monotonic() + 5)
+    outcome = await SearchGateway().search(
+        TavilyProvider(make_settings(), client), "q", 5, deadline=time.monotonic() + 5
+    )
     assert outcome.failure is not None and outcome.failure.error_type == "provider_unavailable"
     assert outcome.failure.message == "tavily: TAVILY_API_KEY is not set"
     assert replay.requests == []
@@ -144,15 +150,26 @@ async def test_unparseable_payload_is_a_recorded_failure_not_a_crash(
     replay.route(PATH, _ok())
     await gateway.search(provider, "turing", 5, deadline=time.monotonic() + 5, domain="academic")
     stats = {s.provider: s for s in await memory.provider_stats("academic")}
-    assert (stats["semantic_scholar"].calls, stats["semantic_scholar"].results, stats["semantic_scholar"].failures) == (1, 5, 1)
+    assert (stats["semantic_scholar"].calls, stats["semantic_scholar"].results, stats["semantic_scholar"].failures) == (
+        1,
+        5,
+        1,
+    )
 
 
-def test_breakers_and_limiters_are_shared_by_every_gateway_in_the_process(make_settings: Callable[..., Settings]) -> None:
+def test_breakers_and_limiters_are_shared_by_every_gateway_in_the_process(
+    make_settings: Callable[..., Settings],
+) -> None:
     from research_tool.providers.resilience.rate_limiter import provider_limiter
 
     settings = make_settings()
-    one, other = SemanticScholarProvider(settings, httpx.AsyncClient()), SemanticScholarProvider(settings, httpx.AsyncClient())
+    one, other = (
+        SemanticScholarProvider(settings, httpx.AsyncClient()),
+        SemanticScholarProvider(settings, httpx.AsyncClient()),
+    )
     assert SearchGateway().breaker(one) is SearchGateway().breaker(other)
     assert provider_limiter(one) is provider_limiter(other)
-    elsewhere = SemanticScholarProvider(make_settings(semantic_scholar_base_url="http://127.0.0.1:9"), httpx.AsyncClient())
+    elsewhere = SemanticScholarProvider(
+        make_settings(semantic_scholar_base_url="http://127.0.0.1:9"), httpx.AsyncClient()
+    )
     assert provider_limiter(elsewhere) is not provider_limiter(one)  # another endpoint, another budget

@@ -37,7 +37,10 @@ async def test_domains_are_separate_and_unknown_domains_are_neutral(tmp_path: Pa
     memory = MemoryStore(tmp_path / "memory.db")
     await memory.record_results("medical", "pubmed", 10)
     await memory.record_citations("medical", "pubmed", 5)
-    assert await memory.rank_providers("general", ["tavily", "pubmed"]) == [("tavily", NEUTRAL_SCORE), ("pubmed", NEUTRAL_SCORE)]
+    assert await memory.rank_providers("general", ["tavily", "pubmed"]) == [
+        ("tavily", NEUTRAL_SCORE),
+        ("pubmed", NEUTRAL_SCORE),
+    ]
     [stats] = await memory.provider_stats("medical")
     assert (stats.provider, stats.calls, stats.results, stats.citations, stats.failures) == ("pubmed", 1, 10, 5, 0)
 
@@ -53,4 +56,7 @@ async def test_failures_are_kept_newest_first_across_store_instances(tmp_path: P
     failures = await again.failures(limit=2)
     assert [(f.provider, f.error_type) for f in failures] == [("crawler", "fetch_refused"), ("brave", "rate_limited")]
     assert failures[0].url == "http://10.0.0.1/" and failures[0].query == "q"
-    assert [f.url for f in await again.failures(10, provider="crawler")] == ["http://10.0.0.1/", "https://example.com/a"]
+    assert [f.url for f in await again.failures(10, provider="crawler")] == [
+        "http://10.0.0.1/",
+        "https://example.com/a",
+    ]

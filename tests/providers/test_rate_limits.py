@@ -9,15 +9,15 @@ from collections.abc import Callable
 import httpx
 
 from research_tool.core.settings import Settings
-from research_tool.providers.search.brave import BraveProvider
 from research_tool.providers.gateway import SearchGateway
-from research_tool.providers.search.pubmed import PubMedProvider
-from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
 from research_tool.providers.resilience.circuit_breaker import CircuitBreakerRegistry
 from research_tool.providers.resilience.retry import RetryPolicy
+from research_tool.providers.search.brave import BraveProvider
+from research_tool.providers.search.pubmed import PubMedProvider
+from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
 
 from .recordings import raw_bytes, vcr_interactions
-from .replay import Reply, ReplayServer
+from .replay import ReplayServer, Reply
 
 FAST_RETRIES = RetryPolicy(max_attempts=3, initial_wait_s=0.01, max_wait_s=0.05, jitter_s=0.0)
 
@@ -46,7 +46,9 @@ async def test_retry_after_holds_every_sessions_next_request(
     replay: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
 ) -> None:
     ok = Reply(200, body=raw_bytes("brave", "web.json"), content_type="application/json")
-    replay.route("/res/v1/web/search", Reply(429, body={"error": {"code": "RATE_LIMITED"}}, headers={"Retry-After": "2"}), ok)
+    replay.route(
+        "/res/v1/web/search", Reply(429, body={"error": {"code": "RATE_LIMITED"}}, headers={"Retry-After": "2"}), ok
+    )
     settings = make_settings(brave_api_key="k", brave_rps=20.0)
     # two sessions: separate gateways and provider objects, one process
     session_a = (SearchGateway(retry_policy=FAST_RETRIES), BraveProvider(settings, client))
@@ -76,7 +78,9 @@ async def test_pubmed_rate_limit_body_pauses_and_retries(
         Reply(200, body=raw_bytes("pubmed", "esearch8.xml"), content_type="text/xml"),
     )
     provider = PubMedProvider(make_settings(pubmed_rps=20.0), client)
-    outcome = await SearchGateway(retry_policy=FAST_RETRIES).search(provider, "abcXYZ", 5, deadline=time.monotonic() + 10)
+    outcome = await SearchGateway(retry_policy=FAST_RETRIES).search(
+        provider, "abcXYZ", 5, deadline=time.monotonic() + 10
+    )
     assert outcome.ok and outcome.results == [] and outcome.attempts == 2
     first, second = (r.at for r in replay.requests_for("/esearch.fcgi"))
     assert second - first >= 1.9  # no Retry-After: the default pause applies to everyone

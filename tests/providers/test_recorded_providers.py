@@ -10,19 +10,19 @@ import pytest
 
 from research_tool.core.errors import ProviderResponseError, RateLimitError
 from research_tool.core.settings import Settings
+from research_tool.providers.registry import create_provider
+from research_tool.providers.resilience.rate_limiter import provider_limiter
 from research_tool.providers.search.arxiv import ArxivProvider
 from research_tool.providers.search.brave import BraveProvider
 from research_tool.providers.search.exa import ExaProvider
 from research_tool.providers.search.pubmed import PubMedProvider
-from research_tool.providers.resilience.rate_limiter import provider_limiter
-from research_tool.providers.registry import create_provider
 from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
 from research_tool.providers.search.tavily import TavilyProvider
 from research_tool.providers.search.unpaywall import UnpaywallProvider
 from research_tool.providers.search.wikipedia import WikipediaProvider
 
 from .recordings import arxiv_recording, raw_bytes, rvcr_interactions, vcr_interactions
-from .replay import Reply, ReplayServer
+from .replay import ReplayServer, Reply
 
 MakeSettings = Callable[..., Settings]
 
@@ -30,7 +30,9 @@ MakeSettings = Callable[..., Settings]
 # --- tavily -----------------------------------------------------------------------------------
 
 
-async def test_tavily_parses_recorded_search(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_tavily_parses_recorded_search(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     recorded = vcr_interactions("tavily", "pydantic-ai_test_basic_search.yaml")[0]
     replay.route("/search", recorded.reply(), method="POST")
     provider = TavilyProvider(make_settings(tavily_api_key="tvly-test"), client)
@@ -64,15 +66,23 @@ def test_tavily_without_key_is_unavailable(make_settings: MakeSettings) -> None:
 # --- exa --------------------------------------------------------------------------------------
 
 
-async def test_exa_parses_recorded_highlights_and_dates(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_exa_parses_recorded_highlights_and_dates(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     recorded = vcr_interactions("exa", "pydantic-ai_test_search_returns_highlights_by_default.yaml")[0]
     replay.route("/search", recorded.reply(), method="POST")
     provider = ExaProvider(make_settings(exa_api_key="exa-test"), client)
 
     results = await provider.search("What is Pydantic AI?", max_results=2)
 
-    assert [r.title for r in results] == ["Pydantic AI | Pydantic Docs", "AI Agent Framework, the Pydantic way - GitHub"]
-    assert [r.url for r in results] == ["https://pydantic.dev/docs/ai/overview/", "https://github.com/pydantic/pydantic-ai"]
+    assert [r.title for r in results] == [
+        "Pydantic AI | Pydantic Docs",
+        "AI Agent Framework, the Pydantic way - GitHub",
+    ]
+    assert [r.url for r in results] == [
+        "https://pydantic.dev/docs/ai/overview/",
+        "https://github.com/pydantic/pydantic-ai",
+    ]
     assert results[0].published_date is None
     assert results[1].published_date == "2024-06-21T15:55:04.000Z"
     assert "Pydantic AI is a Python agent framework" in results[0].snippet
@@ -81,7 +91,9 @@ async def test_exa_parses_recorded_highlights_and_dates(replay: ReplayServer, ma
     assert sent.json()["numResults"] == 2
 
 
-async def test_exa_text_content_becomes_full_content(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_exa_text_content_becomes_full_content(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     recorded = vcr_interactions("exa", "pydantic-ai_test_search_with_text_content.yaml")[0]
     replay.route("/search", recorded.reply(), method="POST")
     results = await ExaProvider(make_settings(exa_api_key="k"), client).search("pydantic", max_results=1)
@@ -93,7 +105,9 @@ async def test_exa_text_content_becomes_full_content(replay: ReplayServer, make_
 # --- brave ------------------------------------------------------------------------------------
 
 
-async def test_brave_parses_recorded_web_results(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_brave_parses_recorded_web_results(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     replay.route("/res/v1/web/search", Reply(200, body=raw_bytes("brave", "web.json"), content_type="application/json"))
     provider = BraveProvider(make_settings(brave_api_key="brave-test"), client)
 
@@ -112,11 +126,16 @@ async def test_brave_parses_recorded_web_results(replay: ReplayServer, make_sett
     assert sent.headers["x-subscription-token"] == "brave-test"
 
 
-async def test_brave_rate_limit_reads_x_ratelimit_reset(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_brave_rate_limit_reads_x_ratelimit_reset(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     replay.route(
         "/res/v1/web/search",
-        Reply(429, body={"type": "ErrorResponse", "error": {"code": "RATE_LIMITED", "detail": "Request rate limit exceeded"}},
-              headers={"X-RateLimit-Reset": "1, 1419", "X-RateLimit-Remaining": "0, 1999"}),
+        Reply(
+            429,
+            body={"type": "ErrorResponse", "error": {"code": "RATE_LIMITED", "detail": "Request rate limit exceeded"}},
+            headers={"X-RateLimit-Reset": "1, 1419", "X-RateLimit-Remaining": "0, 1999"},
+        ),
     )
     provider = BraveProvider(make_settings(brave_api_key="k"), client)
     with pytest.raises(RateLimitError) as caught:
@@ -129,7 +148,9 @@ async def test_brave_rate_limit_reads_x_ratelimit_reset(replay: ReplayServer, ma
 # --- semantic scholar -------------------------------------------------------------------------
 
 
-async def test_semantic_scholar_parses_recorded_search(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_semantic_scholar_parses_recorded_search(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     recorded = vcr_interactions("semantic_scholar", "test_search_paper.yaml")[0]
     replay.route("/graph/v1/paper/search", recorded.reply())
     provider = SemanticScholarProvider(make_settings(), client)
@@ -147,16 +168,42 @@ async def test_semantic_scholar_parses_recorded_search(replay: ReplayServer, mak
     assert "x-api-key" not in sent.headers  # keyless use
 
 
-async def test_semantic_scholar_maps_authors_dois_and_arxiv_ids(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_semantic_scholar_maps_authors_dois_and_arxiv_ids(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     # Constructed in the documented Graph API shape (the recording asked for `title` only).
-    replay.route("/graph/v1/paper/search", Reply(200, body={"total": 2, "offset": 0, "data": [
-        {"paperId": "p1", "title": "Attention Is All You Need", "url": "https://www.semanticscholar.org/paper/p1",
-         "abstract": "The dominant sequence transduction models...", "year": 2017, "publicationDate": "2017-06-12",
-         "authors": [{"authorId": "1", "name": "Ashish Vaswani"}, {"authorId": "2", "name": "Noam Shazeer"}],
-         "externalIds": {"ArXiv": "1706.03762", "DBLP": "x"}},
-        {"paperId": "p2", "title": "Nanometre-scale thermometry in a living cell", "year": 2013,
-         "authors": [], "externalIds": {"DOI": "10.1038/NATURE12373"}},
-    ]}))
+    replay.route(
+        "/graph/v1/paper/search",
+        Reply(
+            200,
+            body={
+                "total": 2,
+                "offset": 0,
+                "data": [
+                    {
+                        "paperId": "p1",
+                        "title": "Attention Is All You Need",
+                        "url": "https://www.semanticscholar.org/paper/p1",
+                        "abstract": "The dominant sequence transduction models...",
+                        "year": 2017,
+                        "publicationDate": "2017-06-12",
+                        "authors": [
+                            {"authorId": "1", "name": "Ashish Vaswani"},
+                            {"authorId": "2", "name": "Noam Shazeer"},
+                        ],
+                        "externalIds": {"ArXiv": "1706.03762", "DBLP": "x"},
+                    },
+                    {
+                        "paperId": "p2",
+                        "title": "Nanometre-scale thermometry in a living cell",
+                        "year": 2013,
+                        "authors": [],
+                        "externalIds": {"DOI": "10.1038/NATURE12373"},
+                    },
+                ],
+            },
+        ),
+    )
     results = await SemanticScholarProvider(make_settings(semantic_scholar_api_key="s2"), client).search("x")
     assert results[0].authors == ["Ashish Vaswani", "Noam Shazeer"]
     assert results[0].doi == "10.48550/arxiv.1706.03762"
@@ -165,7 +212,9 @@ async def test_semantic_scholar_maps_authors_dois_and_arxiv_ids(replay: ReplaySe
     assert replay.requests_for("/graph/v1/paper/search")[0].headers["x-api-key"] == "s2"
 
 
-async def test_semantic_scholar_empty_result_without_data_key(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_semantic_scholar_empty_result_without_data_key(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     recorded = vcr_interactions("semantic_scholar", "test_empty_paginated_results.yaml")[0]
     assert b'"data"' not in recorded.body
     replay.route("/graph/v1/paper/search", recorded.reply())
@@ -194,7 +243,9 @@ async def test_semantic_scholar_recorded_errors_are_typed(
 # --- arXiv ------------------------------------------------------------------------------------
 
 
-async def test_arxiv_parses_recorded_feed(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_arxiv_parses_recorded_feed(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     replay.route("/api/query", arxiv_recording("q_testing_s0_m10_bc5a6c384fe9.json").reply())
     results = await ArxivProvider(make_settings(), client).search("testing", max_results=10)
 
@@ -213,7 +264,9 @@ async def test_arxiv_parses_recorded_feed(replay: ReplayServer, make_settings: M
     assert sent.query["max_results"] == "10"
 
 
-async def test_arxiv_http_400_error_feed_is_a_typed_error(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_arxiv_http_400_error_feed_is_a_typed_error(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     recorded = arxiv_recording("id_abc_s0_m100_b79c8dcf6bc3.json")
     assert recorded.status == 400
     replay.route("/api/query", recorded.reply())
@@ -222,7 +275,9 @@ async def test_arxiv_http_400_error_feed_is_a_typed_error(replay: ReplayServer, 
     assert "incorrect id format for abc" in caught.value.message
 
 
-async def test_arxiv_empty_feed_is_an_empty_result(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_arxiv_empty_feed_is_an_empty_result(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     replay.route("/api/query", arxiv_recording("id_0000.0000_s0_m100_8b51d9633a68.json").reply())
     assert await ArxivProvider(make_settings(), client).search("id:0000.0000") == []
 
@@ -230,12 +285,17 @@ async def test_arxiv_empty_feed_is_an_empty_result(replay: ReplayServer, make_se
 # --- PubMed -----------------------------------------------------------------------------------
 
 
-async def test_pubmed_esearch_then_efetch(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_pubmed_esearch_then_efetch(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     replay.route("/esearch.fcgi", Reply(200, body=raw_bytes("pubmed", "esearch1.xml"), content_type="text/xml"))
     replay.route("/efetch.fcgi", Reply(200, body=raw_bytes("pubmed", "pubmed1.xml"), content_type="text/xml"))
     results = await PubMedProvider(make_settings(), client).search("biopython", max_results=20)
 
-    assert [r.url for r in results] == ["https://pubmed.ncbi.nlm.nih.gov/12091962/", "https://pubmed.ncbi.nlm.nih.gov/9997/"]
+    assert [r.url for r in results] == [
+        "https://pubmed.ncbi.nlm.nih.gov/12091962/",
+        "https://pubmed.ncbi.nlm.nih.gov/9997/",
+    ]
     aids, heme = results
     assert aids.title == "The treatment of AIDS behind the walls of correctional facilities."
     assert aids.authors == ["J Michael Olivero"]
@@ -252,21 +312,28 @@ async def test_pubmed_esearch_then_efetch(replay: ReplayServer, make_settings: M
     assert fetch.query["id"].split(",")[:2] == ["41282813", "41148224"]
 
 
-async def test_pubmed_no_hit_search_is_empty_and_skips_efetch(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_pubmed_no_hit_search_is_empty_and_skips_efetch(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     replay.route("/esearch.fcgi", Reply(200, body=raw_bytes("pubmed", "esearch8.xml"), content_type="text/xml"))
     assert await PubMedProvider(make_settings(), client).search("abcXYZ") == []
     assert replay.requests_for("/efetch.fcgi") == []
 
 
-async def test_pubmed_200_with_rate_limit_body_is_a_rate_limit(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
-    replay.route("/esearch.fcgi", Reply(200, body={"error": "API rate limit exceeded", "api-key": "1.2.3.4", "count": "4", "limit": "3"}))
+async def test_pubmed_200_with_rate_limit_body_is_a_rate_limit(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
+    replay.route(
+        "/esearch.fcgi",
+        Reply(200, body={"error": "API rate limit exceeded", "api-key": "1.2.3.4", "count": "4", "limit": "3"}),
+    )
     provider = PubMedProvider(make_settings(), client)
     with pytest.raises(RateLimitError):
         await provider.search("x")
     assert provider_limiter(provider).paused_until > time.monotonic()
 
 
-def test_pubmed_key_raises_the_default_rate(tmp_path) -> None:  # noqa: ANN001
+def test_pubmed_key_raises_the_default_rate(tmp_path) -> None:
     assert PubMedProvider(Settings(data_dir=tmp_path), httpx.AsyncClient()).requests_per_second == 3.0
     keyed = PubMedProvider(Settings(data_dir=tmp_path, ncbi_api_key="k"), httpx.AsyncClient())
     assert keyed.requests_per_second == 10.0 and keyed.has_key() is True
@@ -275,8 +342,13 @@ def test_pubmed_key_raises_the_default_rate(tmp_path) -> None:  # noqa: ANN001
 # --- Unpaywall --------------------------------------------------------------------------------
 
 
-async def test_unpaywall_lookup_and_search(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
-    replay.route("/v2/10.1038/nature12373", Reply(200, body=raw_bytes("unpaywall", "unpaywall_10_1038_nature12373.json"), content_type="application/json"))
+async def test_unpaywall_lookup_and_search(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
+    replay.route(
+        "/v2/10.1038/nature12373",
+        Reply(200, body=raw_bytes("unpaywall", "unpaywall_10_1038_nature12373.json"), content_type="application/json"),
+    )
     provider = UnpaywallProvider(make_settings(unpaywall_email="me@example.org"), client)
 
     record = await provider.lookup("https://doi.org/10.1038/nature12373")
@@ -293,8 +365,13 @@ async def test_unpaywall_lookup_and_search(replay: ReplayServer, make_settings: 
     assert replay.requests_for("/v2/10.1038/nature12373")[0].query["email"] == "me@example.org"
 
 
-async def test_unpaywall_unknown_doi_and_missing_email(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
-    replay.route("/v2/10.9999/nothing", Reply(404, body={"HTTP_status_code": 404, "error": True, "message": "'10.9999/nothing' is an invalid doi."}))
+async def test_unpaywall_unknown_doi_and_missing_email(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
+    replay.route(
+        "/v2/10.9999/nothing",
+        Reply(404, body={"HTTP_status_code": 404, "error": True, "message": "'10.9999/nothing' is an invalid doi."}),
+    )
     provider = UnpaywallProvider(make_settings(unpaywall_email="me@example.org"), client)
     assert await provider.lookup("10.9999/nothing") is None
     assert await provider.search("no doi in here") == []
@@ -305,16 +382,33 @@ async def test_unpaywall_unknown_doi_and_missing_email(replay: ReplayServer, mak
 # --- Wikipedia --------------------------------------------------------------------------------
 
 
-async def test_wikipedia_parses_recorded_search(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
+async def test_wikipedia_parses_recorded_search(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
     recorded = rvcr_interactions("wikipedia", "wt_wikipedia_search.json")[0]
 
-    def answer(request):  # noqa: ANN001, ANN202
+    def answer(request):
         if request.query.get("list") == "search":
             return recorded.reply()
         # Constructed in MediaWiki's prop=extracts|info shape (formatversion=2) for one of the hits.
-        return Reply(200, body={"batchcomplete": True, "query": {"pages": [
-            {"pageid": 39389, "ns": 0, "title": "Pine", "extract": "A pine is any conifer tree or shrub in the genus Pinus.",
-             "fullurl": "https://en.wikipedia.org/wiki/Pine", "canonicalurl": "https://en.wikipedia.org/wiki/Pine"}]}})
+        return Reply(
+            200,
+            body={
+                "batchcomplete": True,
+                "query": {
+                    "pages": [
+                        {
+                            "pageid": 39389,
+                            "ns": 0,
+                            "title": "Pine",
+                            "extract": "A pine is any conifer tree or shrub in the genus Pinus.",
+                            "fullurl": "https://en.wikipedia.org/wiki/Pine",
+                            "canonicalurl": "https://en.wikipedia.org/wiki/Pine",
+                        }
+                    ]
+                },
+            },
+        )
 
     replay.handle("/w/api.php", answer)
     results = await WikipediaProvider(make_settings(), client).search("Pinus", max_results=10)
@@ -333,8 +427,12 @@ async def test_wikipedia_parses_recorded_search(replay: ReplayServer, make_setti
     assert pages_request.query["pageids"].startswith("39389|532941")
 
 
-async def test_wikipedia_ratelimited_error_body(replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient) -> None:
-    replay.route("/w/api.php", Reply(200, body={"error": {"code": "ratelimited", "info": "You've exceeded your rate limit."}}))
+async def test_wikipedia_ratelimited_error_body(
+    replay: ReplayServer, make_settings: MakeSettings, client: httpx.AsyncClient
+) -> None:
+    replay.route(
+        "/w/api.php", Reply(200, body={"error": {"code": "ratelimited", "info": "You've exceeded your rate limit."}})
+    )
     with pytest.raises(RateLimitError):
         await WikipediaProvider(make_settings(), client).search("x")
 
@@ -344,7 +442,12 @@ async def test_wikipedia_ratelimited_error_body(replay: ReplayServer, make_setti
 
 @pytest.mark.parametrize(
     ("name", "needs"),
-    [("tavily", "TAVILY_API_KEY"), ("exa", "EXA_API_KEY"), ("brave", "BRAVE_API_KEY"), ("unpaywall", "UNPAYWALL_EMAIL")],
+    [
+        ("tavily", "TAVILY_API_KEY"),
+        ("exa", "EXA_API_KEY"),
+        ("brave", "BRAVE_API_KEY"),
+        ("unpaywall", "UNPAYWALL_EMAIL"),
+    ],
 )
 def test_keyed_providers_report_unavailability(name: str, needs: str, make_settings: MakeSettings) -> None:
     provider = create_provider(name, make_settings(), httpx.AsyncClient())

@@ -35,7 +35,7 @@ def counting_server(status: int = 500, body: bytes = b'{"error": "boom"}') -> It
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_POST = _answer  # noqa: N815 - http.server's naming
+        do_GET = do_POST = _answer
 
         def log_message(self, format: str, *args: Any) -> None:
             return None

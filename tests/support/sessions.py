@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from research_tool.engines.base import ReasoningEngine
 from research_tool.core.settings import Settings
+from research_tool.engines.base import ReasoningEngine
 from research_tool.models.request import ResearchRequest
 from research_tool.runtime.composition import open_research_services
 from research_tool.runtime.session_store import SessionRecord

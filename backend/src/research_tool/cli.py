@@ -246,8 +246,14 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         await conn.close()
     if args.json:
         rows = [
-            {"session_id": r.id, "query": r.query, "status": r.status, "stop_reason": r.stop_reason,
-             "created_at": r.created_at, "updated_at": r.updated_at}
+            {
+                "session_id": r.id,
+                "query": r.query,
+                "status": r.status,
+                "stop_reason": r.stop_reason,
+                "created_at": r.created_at,
+                "updated_at": r.updated_at,
+            }
             for r in records
         ]
         emit_output(json.dumps({"sessions": rows, "total": total}, indent=2), None)
@@ -283,8 +289,8 @@ def read_batch(path: Path) -> list[tuple[str, str]]:
 
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.providers.http_client import create_http_client
     from research_tool.providers.gateway import SearchGateway
+    from research_tool.providers.http_client import create_http_client
     from research_tool.providers.registry import create_provider
 
     if bool(args.query) == bool(args.queries):
@@ -316,8 +322,10 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
                     line["error"] = outcome.failure.model_dump(mode="json")
                 sys.stdout.write(json.dumps(line) + "\n")
             elif outcome.failure:
-                stderr.print(f"[red]{outcome.failure.provider} failed ({outcome.failure.error_type}): "
-                             f"{outcome.failure.message}[/]")
+                stderr.print(
+                    f"[red]{outcome.failure.provider} failed ({outcome.failure.error_type}): "
+                    f"{outcome.failure.message}[/]"
+                )
             elif args.json:
                 emit_output(json.dumps(results, indent=2), None)
             else:
@@ -360,15 +368,17 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     async with create_http_client() as client:
         for name in names:
             provider = create_provider(name, settings, client)
-            rows.append({
-                "name": name,
-                "available": provider.is_available(),
-                "key_present": provider.has_key(),
-                "requests_per_second": provider.requests_per_second,
-                "privacy": provider.privacy,
-                "reason": provider.unavailable_reason(),
-                "score": ranking.get(name),
-            })
+            rows.append(
+                {
+                    "name": name,
+                    "available": provider.is_available(),
+                    "key_present": provider.has_key(),
+                    "requests_per_second": provider.requests_per_second,
+                    "privacy": provider.privacy,
+                    "reason": provider.unavailable_reason(),
+                    "score": ranking.get(name),
+                }
+            )
     if args.json:
         emit_output(json.dumps(rows, indent=2), None)
         return EXIT_OK
@@ -376,8 +386,13 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     table = Table(*columns)
     for row in rows:
         key = {True: "yes", False: "no", None: "not needed"}[row["key_present"]]
-        cells = [row["name"], "yes" if row["available"] else "no", key, f"{row['requests_per_second']:.3f}".rstrip("0").rstrip("."),
-                 row["privacy"]]
+        cells = [
+            row["name"],
+            "yes" if row["available"] else "no",
+            key,
+            f"{row['requests_per_second']:.3f}".rstrip("0").rstrip("."),
+            row["privacy"],
+        ]
         if args.domain:
             cells.append("" if row["score"] is None else f"{row['score']:.2f}")
         table.add_row(*cells, row["reason"] or "")
@@ -393,8 +408,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
-    "run": cmd_run, "resume": cmd_resume, "sessions": cmd_sessions, "show": cmd_show,
-    "search": cmd_search, "index": cmd_index, "providers": cmd_providers,
+    "run": cmd_run,
+    "resume": cmd_resume,
+    "sessions": cmd_sessions,
+    "show": cmd_show,
+    "search": cmd_search,
+    "index": cmd_index,
+    "providers": cmd_providers,
 }
 
 

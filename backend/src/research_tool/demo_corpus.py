@@ -267,7 +267,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if count is not None:
         elapsed = time.perf_counter() - started
-        print(f"demo corpus: {count} documents from the standard library's docs in {args[0]} ({elapsed:.1f} s)", file=sys.stderr)
+        print(
+            f"demo corpus: {count} documents from the standard library's docs in {args[0]} ({elapsed:.1f} s)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -15,14 +15,14 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from research_tool import __version__
-from research_tool.engines.cpu_pool import cpu_pool
-from research_tool.api.errors import install_error_handlers
 from research_tool.api.body_size import BodySizeLimitMiddleware
+from research_tool.api.errors import install_error_handlers
 from research_tool.api.metrics import ApiMetrics
 from research_tool.api.routes.research import protected, public, research
 from research_tool.api.websocket.progress_ws import progress
 from research_tool.core.logging import configure_logging, get_logger
 from research_tool.core.settings import Settings
+from research_tool.engines.cpu_pool import cpu_pool
 from research_tool.runtime.composition import open_research_services
 
 log = get_logger(__name__)

@@ -16,9 +16,9 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from research_tool.models.events import Event
-from research_tool.runtime.composition import ResearchServices
-from research_tool.providers.gateway import SearchOutcome
 from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES
+from research_tool.providers.gateway import SearchOutcome
+from research_tool.runtime.composition import ResearchServices
 
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 LOOP_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
@@ -33,24 +33,35 @@ class ApiMetrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.loop_duration = Histogram(
-            "research_loop_duration_seconds", "Duration of one research cycle (collect to evaluate).",
-            buckets=LOOP_BUCKETS, registry=r,
+            "research_loop_duration_seconds",
+            "Duration of one research cycle (collect to evaluate).",
+            buckets=LOOP_BUCKETS,
+            registry=r,
         )
         self.iterations = Histogram(
-            "research_session_iterations", "Research cycles a finished session ran.",
-            buckets=ITERATION_BUCKETS, registry=r,
+            "research_session_iterations",
+            "Research cycles a finished session ran.",
+            buckets=ITERATION_BUCKETS,
+            registry=r,
         )
         self.search_failures = Counter(
-            "research_search_failures", "Provider searches that failed, by provider and error type.",
-            ["provider", "error_type"], registry=r,
+            "research_search_failures",
+            "Provider searches that failed, by provider and error type.",
+            ["provider", "error_type"],
+            registry=r,
         )
         self.provider_requests = Counter(
-            "research_provider_requests", "Provider searches, by provider and outcome (ok|failed).",
-            ["provider", "outcome"], registry=r,
+            "research_provider_requests",
+            "Provider searches, by provider and outcome (ok|failed).",
+            ["provider", "outcome"],
+            registry=r,
         )
         self.provider_latency = Histogram(
-            "research_provider_latency_seconds", "Provider search latency, retries and waits included.",
-            ["provider"], buckets=LATENCY_BUCKETS, registry=r,
+            "research_provider_latency_seconds",
+            "Provider search latency, retries and waits included.",
+            ["provider"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.sessions = Gauge("research_sessions", "Sessions by status.", ["status"], registry=r)
         self.running = Gauge("research_sessions_running", "Sessions running in this process now.", registry=r)

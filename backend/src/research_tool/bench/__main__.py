@@ -46,23 +46,34 @@ class Sizes:
 
 
 QUICK = Sizes(
-    overhead_sessions=1, overhead_max_iterations=1, overhead_warmup=0, scale_sizes=(2,), scale_max_iterations=1,
-    rate_limit_sessions=2, rate_limit_max_iterations=1, rate_limit_rates=(5.0, 20.0),
-    resume_sessions=2, resume_max_iterations=2,
+    overhead_sessions=1,
+    overhead_max_iterations=1,
+    overhead_warmup=0,
+    scale_sizes=(2,),
+    scale_max_iterations=1,
+    rate_limit_sessions=2,
+    rate_limit_max_iterations=1,
+    rate_limit_rates=(5.0, 20.0),
+    resume_sessions=2,
+    resume_max_iterations=2,
 )
 
 
 def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[BenchResult]]]:
     return {
         "overhead": lambda: run_overhead(
-            workdir, sessions=sizes.overhead_sessions, max_iterations=sizes.overhead_max_iterations,
+            workdir,
+            sessions=sizes.overhead_sessions,
+            max_iterations=sizes.overhead_max_iterations,
             warmup=sizes.overhead_warmup,
         ),
         "scale": lambda: run_scale(
             workdir, sizes=sizes.scale_sizes, max_iterations=sizes.scale_max_iterations, profile_dir=sizes.profile_dir
         ),
         "rate_limits": lambda: run_rate_limits(
-            workdir, sessions=sizes.rate_limit_sessions, max_iterations=sizes.rate_limit_max_iterations,
+            workdir,
+            sessions=sizes.rate_limit_sessions,
+            max_iterations=sizes.rate_limit_max_iterations,
             rates=sizes.rate_limit_rates,
         ),
         "resume": lambda: run_resume(
@@ -83,7 +94,7 @@ async def run_benchmarks(names: list[str], sizes: Sizes, *, echo: Callable[[str]
             started = time.perf_counter()
             try:
                 result = await table[name]()
-            except Exception as exc:  # noqa: BLE001 - one broken benchmark must not hide the others' figures
+            except Exception as exc:
                 result = BenchResult(name=name, title=name, skipped=f"FAILED: {type(exc).__name__}: {exc}")
             result.seconds = result.seconds or round(time.perf_counter() - started, 2)
             echo(render_table([result]) + f"\n({name}: {result.seconds:.0f} s)\n")
@@ -96,8 +107,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run only this benchmark (repeatable)")
     parser.add_argument("--quick", action="store_true", help="every benchmark at its smallest size")
     parser.add_argument("--sizes", help="scale: comma-separated session counts (default 10,50,100)")
-    parser.add_argument("--profile", type=Path, metavar="DIR",
-                        help="scale: record the server with py-spy into DIR (collapsed stacks per size)")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="scale: record the server with py-spy into DIR (collapsed stacks per size)",
+    )
     parser.add_argument("--data-dir", type=Path, help="where results are saved (default: RESEARCH_DATA_DIR)")
     return parser.parse_args(argv)
 
@@ -117,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         print(text, flush=True)
 
     info = machine()
-    echo(f"Research Tool benchmarks on {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB, "
-         f"Python {info['python']}")
+    echo(
+        f"Research Tool benchmarks on {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB, "
+        f"Python {info['python']}"
+    )
     started = time.perf_counter()
     results = asyncio.run(run_benchmarks(names, sizes, echo=echo))
     echo("Summary")

@@ -40,8 +40,9 @@ async def run_local_index(data_dir: Path | None = None) -> BenchResult:
     scores = await asyncio.to_thread(evaluate_scifact, data, "train")
     result.add("documents indexed", scores["documents"])
     result.add("index time", scores["index_s"], "s")
-    result.add("documents per second",
-               round(scores["documents"] / scores["index_s"], 1) if scores["index_s"] else None, "/s")
+    result.add(
+        "documents per second", round(scores["documents"] / scores["index_s"], 1) if scores["index_s"] else None, "/s"
+    )
     result.add("query latency top-10 p50", scores["latency_top10_p50_ms"], "ms", note=f"{scores['queries']} queries")
     result.add("query latency top-10 p95", scores["latency_top10_p95_ms"], "ms")
     result.add("nDCG@10 (train qrels, make eval's figure)", scores["ndcg@10"])

@@ -108,7 +108,11 @@ async def _run_sessions(
     async with open_research_services(settings) as services:
         for question in questions:
             request = ResearchRequest(
-                query=question, tier="standard", providers=env.provider_names, fetch=False, clarify=False,
+                query=question,
+                tier="standard",
+                providers=env.provider_names,
+                fetch=False,
+                clarify=False,
                 max_iterations=max_iterations,
             )
             services.validate(request)
@@ -121,21 +125,23 @@ async def _run_sessions(
             state = dict(snapshot.values)
             bound, node_s, cycles = session_bound(state, rates, LATENCY_S, settings.search_concurrency)
             collect_s = sum(c.collect_s for c in cycles)
-            rows.append({
-                "session_id": record.id,
-                "status": record.status,
-                "stop_reason": record.stop_reason,
-                "cycles": len(cycles),
-                "provider_calls": len(state.get("provider_calls") or {}),
-                "wall_s": round(wall, 3),
-                "lower_bound_s": round(bound, 3),
-                "ratio": round(wall / bound, 3) if bound else None,
-                "node_s": round(node_s, 3),
-                "collect_s": round(collect_s, 3),
-                "collect_bound_s": round(sum(c.bound_s for c in cycles), 3),
-                "between_nodes_s": round(wall - node_s - collect_s, 3),
-                "cycle_bounds": [c.__dict__ for c in cycles],
-            })
+            rows.append(
+                {
+                    "session_id": record.id,
+                    "status": record.status,
+                    "stop_reason": record.stop_reason,
+                    "cycles": len(cycles),
+                    "provider_calls": len(state.get("provider_calls") or {}),
+                    "wall_s": round(wall, 3),
+                    "lower_bound_s": round(bound, 3),
+                    "ratio": round(wall / bound, 3) if bound else None,
+                    "node_s": round(node_s, 3),
+                    "collect_s": round(collect_s, 3),
+                    "collect_bound_s": round(sum(c.bound_s for c in cycles), 3),
+                    "between_nodes_s": round(wall - node_s - collect_s, 3),
+                    "cycle_bounds": [c.__dict__ for c in cycles],
+                }
+            )
     return rows
 
 
@@ -148,8 +154,11 @@ async def run_overhead(
         name="overhead",
         title="Orchestration overhead: wall time / critical-path lower bound",
         parameters={
-            "sessions": sessions, "tier": "standard", "max_iterations": max_iterations or "tier default (5)",
-            "engine": "offline", "latency_s": LATENCY_S,
+            "sessions": sessions,
+            "tier": "standard",
+            "max_iterations": max_iterations or "tier default (5)",
+            "engine": "offline",
+            "latency_s": LATENCY_S,
             "providers": {"wikipedia": f"{WIKIPEDIA_RPS}/s", "semantic_scholar": f"{SCHOLAR_RPS}/s"},
             "run": "one session at a time, in-process (open_research_services)",
             "warmup_sessions": f"{warmup} (run first, reported apart, not in the ratios)",
@@ -171,18 +180,31 @@ async def run_overhead(
     wall = sum(r["wall_s"] for r in rows)
     bound = sum(r["lower_bound_s"] for r in rows)
     worst = max((r["ratio"] for r in rows if r["ratio"]), default=None)
-    result.add("wall / lower bound (all sessions)", round(wall / bound, 3) if bound else None, "",
-               target=TARGET_RATIO, comparison="<=")
+    result.add(
+        "wall / lower bound (all sessions)",
+        round(wall / bound, 3) if bound else None,
+        "",
+        target=TARGET_RATIO,
+        comparison="<=",
+    )
     result.add("wall / lower bound (worst session)", worst, "", target=TARGET_RATIO, comparison="<=")
     result.add("session wall time (mean)", round(wall / len(rows), 2), "s")
     result.add("lower bound (mean)", round(bound / len(rows), 2), "s")
-    result.add("collect time over its bound (mean)",
-               round(sum(r["collect_s"] - r["collect_bound_s"] for r in rows) / len(rows), 3), "s")
-    result.add("time between nodes (mean)", round(sum(r["between_nodes_s"] for r in rows) / len(rows), 3), "s",
-               note="graph scheduling, checkpoint writes, session store and events outside the nodes")
+    result.add(
+        "collect time over its bound (mean)",
+        round(sum(r["collect_s"] - r["collect_bound_s"] for r in rows) / len(rows), 3),
+        "s",
+    )
+    result.add(
+        "time between nodes (mean)",
+        round(sum(r["between_nodes_s"] for r in rows) / len(rows), 3),
+        "s",
+        note="graph scheduling, checkpoint writes, session store and events outside the nodes",
+    )
     result.add("cycles per session (mean)", round(sum(r["cycles"] for r in rows) / len(rows), 2))
-    result.add("sessions completed", sum(r["status"] == "completed" for r in rows), "", target=len(rows),
-               comparison="==")
+    result.add(
+        "sessions completed", sum(r["status"] == "completed" for r in rows), "", target=len(rows), comparison="=="
+    )
     if warm:
         result.add("warm-up session: wall / lower bound (not counted)", warm[0]["ratio"], "")
     result.details["sessions"] = rows

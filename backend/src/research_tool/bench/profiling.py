@@ -28,8 +28,21 @@ def py_spy_record(pid: int, out_path: Path, rate: int = 100) -> Iterator[Path | 
         yield None
         return
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [exe, "record", "--pid", str(pid), "--format", "raw", "--threads", "--gil", "--rate", str(rate),
-               "--nonblocking", "--output", str(out_path)]
+    command = [
+        exe,
+        "record",
+        "--pid",
+        str(pid),
+        "--format",
+        "raw",
+        "--threads",
+        "--gil",
+        "--rate",
+        str(rate),
+        "--nonblocking",
+        "--output",
+        str(out_path),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield out_path

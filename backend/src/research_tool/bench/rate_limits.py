@@ -25,8 +25,8 @@ from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.results import BenchResult
 from research_tool.bench.wiki_replay import WikiReplay, build_pages, running_wiki
 from research_tool.models.request import ResearchRequest
-from research_tool.runtime.composition import open_research_services
 from research_tool.providers.resilience.rate_limiter import RateLimiter, endpoint_key, get_rate_limiter
+from research_tool.runtime.composition import open_research_services
 
 QUESTIONS = (
     "How do I run a subprocess with a timeout and capture its output?",
@@ -109,8 +109,12 @@ async def run_rate_limits(
         name="rate_limits",
         title="Rate limits: sessions sharing a 1/s and a 10/s provider",
         parameters={
-            "sessions": sessions, "tier": "simple", "max_iterations": max_iterations, "latency_s": LATENCY_S,
-            "rates_per_s": allowed, "jitter_allowance_ms": JITTER_S * 1000,
+            "sessions": sessions,
+            "tier": "simple",
+            "max_iterations": max_iterations,
+            "latency_s": LATENCY_S,
+            "rates_per_s": allowed,
+            "jitter_allowance_ms": JITTER_S * 1000,
             "run": "all sessions at once, in-process (one process-wide limiter per provider endpoint)",
         },
     )
@@ -134,12 +138,28 @@ async def run_rate_limits(
             result.details[name] = seen
             label = f"{name} ({rate:g}/s)"
             result.add(f"{label}: requests", seen["requests"])
-            result.add(f"{label}: minimum spacing", seen["min_spacing_ms"], "ms",
-                       note=f"allowed interval {seen['allowed_interval_ms']} ms")
-            result.add(f"{label}: violations", seen["violations"], "", target=0, comparison="==",
-                       note=f"{seen['strict_violations']} without the {JITTER_S * 1000:g} ms jitter allowance")
-            result.add(f"{label}: utilisation while requests pending", seen["utilisation"], "",
-                       target=UTILISATION_TARGET, comparison=">=", note=f"over {seen['busy_s']} s of backlog")
+            result.add(
+                f"{label}: minimum spacing",
+                seen["min_spacing_ms"],
+                "ms",
+                note=f"allowed interval {seen['allowed_interval_ms']} ms",
+            )
+            result.add(
+                f"{label}: violations",
+                seen["violations"],
+                "",
+                target=0,
+                comparison="==",
+                note=f"{seen['strict_violations']} without the {JITTER_S * 1000:g} ms jitter allowance",
+            )
+            result.add(
+                f"{label}: utilisation while requests pending",
+                seen["utilisation"],
+                "",
+                target=UTILISATION_TARGET,
+                comparison=">=",
+                note=f"over {seen['busy_s']} s of backlog",
+            )
     result.details["session_statuses"] = statuses
     result.add("sessions completed", sum(s == "completed" for s in statuses), "", target=sessions, comparison="==")
     result.seconds = round(time.perf_counter() - started, 2)
@@ -151,8 +171,12 @@ async def _run(env: BenchEnvironment, sessions: int, max_iterations: int) -> lis
         ids = []
         for i in range(sessions):
             request = ResearchRequest(
-                query=QUESTIONS[i % len(QUESTIONS)], tier="simple", providers=env.provider_names, fetch=False,
-                clarify=False, max_iterations=max_iterations,
+                query=QUESTIONS[i % len(QUESTIONS)],
+                tier="simple",
+                providers=env.provider_names,
+                fetch=False,
+                clarify=False,
+                max_iterations=max_iterations,
             )
             services.validate(request)
             record = await services.runner.create(request)

@@ -14,8 +14,18 @@ from research_tool.core.settings import PROVIDER_NAMES, Settings
 
 CLOSED_PORT_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused at once
 # Keys and settings from the developer's environment that would change what a benchmark measures.
-FOREIGN_ENV = ("TAVILY_API_KEY", "EXA_API_KEY", "BRAVE_API_KEY", "SEMANTIC_SCHOLAR_API_KEY", "NCBI_API_KEY",
-               "UNPAYWALL_EMAIL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL")
+FOREIGN_ENV = (
+    "TAVILY_API_KEY",
+    "EXA_API_KEY",
+    "BRAVE_API_KEY",
+    "SEMANTIC_SCHOLAR_API_KEY",
+    "NCBI_API_KEY",
+    "UNPAYWALL_EMAIL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "OLLAMA_BASE_URL",
+)
 
 
 @dataclass(frozen=True)
@@ -39,9 +49,7 @@ class BenchEnvironment:
         return [p.name for p in self.providers]
 
     def settings_values(self) -> dict[str, Any]:
-        values: dict[str, Any] = {
-            f"{name}_base_url": CLOSED_PORT_URL for name in PROVIDER_NAMES if name != "local"
-        }
+        values: dict[str, Any] = {f"{name}_base_url": CLOSED_PORT_URL for name in PROVIDER_NAMES if name != "local"}
         for provider in self.providers:
             values[f"{provider.name}_base_url"] = provider.base_url
             values[f"{provider.name}_rps"] = provider.rps

@@ -21,7 +21,9 @@ async def replay_process(delay_s: float) -> AsyncIterator[str]:
     """Spawn `python -m research_tool.bench.wiki_replay`; yields its base URL; kills it on exit."""
     process = subprocess.Popen(
         [sys.executable, "-m", "research_tool.bench.wiki_replay", "--delay", str(delay_s)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
         assert process.stdout is not None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -98,9 +97,12 @@ async def run_resume(workdir: Path, *, sessions: int = 20, max_iterations: int =
         name="resume",
         title="Resume: restarted server to every interrupted session's first new event",
         parameters={
-            "sessions": sessions, "tier": "standard", "max_iterations": max_iterations,
+            "sessions": sessions,
+            "tier": "standard",
+            "max_iterations": max_iterations,
             "provider": f"wikipedia replay, {LATENCY_S * 1000:.0f} ms per request",
-            "max_concurrent_sessions": sessions, "kill": "SIGKILL of the uvicorn subprocess",
+            "max_concurrent_sessions": sessions,
+            "kill": "SIGKILL of the uvicorn subprocess",
         },
     )
     started = time.perf_counter()
@@ -115,8 +117,15 @@ async def run_resume(workdir: Path, *, sessions: int = 20, max_iterations: int =
             async with uvicorn_server(env.process_env(), workdir / "resume", client) as first:
                 ids = []
                 for i in range(sessions):
-                    body = {"query": QUESTIONS[i % len(QUESTIONS)], "tier": "standard", "providers": ["wikipedia"],
-                            "fetch": False, "clarify": False, "max_iterations": max_iterations, "formats": ["json"]}
+                    body = {
+                        "query": QUESTIONS[i % len(QUESTIONS)],
+                        "tier": "standard",
+                        "providers": ["wikipedia"],
+                        "fetch": False,
+                        "clarify": False,
+                        "max_iterations": max_iterations,
+                        "formats": ["json"],
+                    }
                     response = await client.post(f"{first.base_url}/api/research/start", json=body)
                     response.raise_for_status()
                     ids.append(response.json()["session_id"])
@@ -139,7 +148,9 @@ async def run_resume(workdir: Path, *, sessions: int = 20, max_iterations: int =
     result.add("sessions that never resumed", len(ids) - len(found), "", target=0, comparison="==")
     result.add("sessions lost (not completed, or a gap in events)", lost, "", target=0, comparison="==")
     result.details.update(
-        delays_s={k: round(v, 3) for k, v in delays.items()}, statuses=statuses, healthy_s=healthy_s,
+        delays_s={k: round(v, 3) for k, v in delays.items()},
+        statuses=statuses,
+        healthy_s=healthy_s,
     )
     result.seconds = round(time.perf_counter() - started, 2)
     return result

@@ -52,8 +52,15 @@ TARGET_SESSIONS = 100
 
 async def _start_all(client: httpx.AsyncClient, base_url: str, n: int, max_iterations: int) -> list[str]:
     async def start(i: int) -> str:
-        body = {"query": QUESTIONS[i % len(QUESTIONS)], "tier": "standard", "providers": ["wikipedia"],
-                "fetch": False, "clarify": False, "max_iterations": max_iterations, "formats": ["json"]}
+        body = {
+            "query": QUESTIONS[i % len(QUESTIONS)],
+            "tier": "standard",
+            "providers": ["wikipedia"],
+            "fetch": False,
+            "clarify": False,
+            "max_iterations": max_iterations,
+            "formats": ["json"],
+        }
         response = await client.post(f"{base_url}/api/research/start", json=body)
         response.raise_for_status()
         return str(response.json()["session_id"])
@@ -65,8 +72,11 @@ async def _final_statuses(client: httpx.AsyncClient, base_url: str, ids: list[st
     statuses = {}
     for sid in ids:
         response = await client.get(f"{base_url}/api/research/{sid}/status")
-        statuses[sid] = response.json().get("status", f"http {response.status_code}") if response.status_code == 200 \
+        statuses[sid] = (
+            response.json().get("status", f"http {response.status_code}")
+            if response.status_code == 200
             else f"http {response.status_code}"
+        )
     return statuses
 
 
@@ -92,7 +102,11 @@ async def run_size(
 
 
 async def _measure(
-    n: int, server: ServerProcess, client: httpx.AsyncClient, env: BenchEnvironment, max_iterations: int,
+    n: int,
+    server: ServerProcess,
+    client: httpx.AsyncClient,
+    env: BenchEnvironment,
+    max_iterations: int,
     timeout_s: float,
 ) -> dict[str, Any]:
     idle_rss = server.sample_rss() or 0
@@ -103,8 +117,11 @@ async def _measure(
     poller = StatusPoller(client, server.base_url, STATUS_POLLS_PER_S)
     health = StatusPoller(client, server.base_url, HEALTH_POLLS_PER_S, fixed_path="/healthz")
     sampler = MemorySampler(server, watches)
-    background = [asyncio.create_task(poller.run(ids, stop)), asyncio.create_task(health.run(ids, stop)),
-                  asyncio.create_task(sampler.run(stop))]
+    background = [
+        asyncio.create_task(poller.run(ids, stop)),
+        asyncio.create_task(health.run(ids, stop)),
+        asyncio.create_task(sampler.run(stop)),
+    ]
     await asyncio.gather(*(watch_session(server.ws_url, w, timeout_s) for w in watches))
     stop.set()
     await asyncio.gather(*background)
@@ -170,19 +187,23 @@ async def run_scale(
         name="scale",
         title="Scale: concurrent sessions through one uvicorn worker",
         parameters={
-            "sizes": list(sizes), "tier": "standard", "max_iterations": max_iterations, "engine": "offline",
+            "sizes": list(sizes),
+            "tier": "standard",
+            "max_iterations": max_iterations,
+            "engine": "offline",
             "provider": f"wikipedia replay, {LATENCY_S * 1000:.0f} ms per request, {WIKIPEDIA_RPS:.0f}/s allowed",
             "max_concurrent_sessions": "= sessions (all run at once)",
-            "status_polls_per_s": STATUS_POLLS_PER_S, "websocket_clients": "one per session",
+            "status_polls_per_s": STATUS_POLLS_PER_S,
+            "websocket_clients": "one per session",
             "server": "uvicorn subprocess, 1 worker, 127.0.0.1",
         },
     )
     started = time.perf_counter()
     rows = []
     for n in sizes:
-        rows.append(await run_size(
-            n, workdir, max_iterations=max_iterations, timeout_s=timeout_s, profile_dir=profile_dir
-        ))
+        rows.append(
+            await run_size(n, workdir, max_iterations=max_iterations, timeout_s=timeout_s, profile_dir=profile_dir)
+        )
     for row in rows:
         n = row["sessions"]
         targeted = n == max(sizes) and n >= TARGET_SESSIONS
@@ -194,11 +215,18 @@ async def run_scale(
         result.add(f"{n} sessions: /healthz p95 (event-loop delay)", row["healthz_p95_ms"], "ms")
         result.add(f"{n} sessions: event lag p95", row["event_lag_p95_ms"], "ms", **lag_target)
         result.add(f"{n} sessions: peak RSS", row["peak_rss_mb"], "MB")
-        result.add(f"{n} sessions: RSS per running session", row["rss_per_running_session_mb"], "MB",
-                   note=f"(peak - idle) / {row['max_running_sessions']} running at once")
+        result.add(
+            f"{n} sessions: RSS per running session",
+            row["rss_per_running_session_mb"],
+            "MB",
+            note=f"(peak - idle) / {row['max_running_sessions']} running at once",
+        )
         result.add(f"{n} sessions: checkpoint bytes per session", row["checkpoint_bytes_per_session"], "B")
-        result.add(f"{n} sessions: event rows / bytes per session",
-                   f"{row['event_rows_per_session']} / {row['event_bytes_per_session']}", "")
+        result.add(
+            f"{n} sessions: event rows / bytes per session",
+            f"{row['event_rows_per_session']} / {row['event_bytes_per_session']}",
+            "",
+        )
         result.add(f"{n} sessions: sessions lost", row["lost"], "", target=0, comparison="==")
     result.details["sizes"] = rows
     result.seconds = round(time.perf_counter() - started, 2)

@@ -111,8 +111,21 @@ async def uvicorn_server(env: dict[str, str], workdir: Path, client: httpx.Async
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     stderr_path = workdir / f"uvicorn-{port}.stderr"
-    command = [sys.executable, "-m", "uvicorn", "research_tool.api.app:create_app", "--factory",
-               "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "research_tool.api.app:create_app",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--log-level",
+        "warning",
+    ]
     with stderr_path.open("wb") as stderr:
         started = time.time()
         process = subprocess.Popen(command, env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=stderr)

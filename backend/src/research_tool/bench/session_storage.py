@@ -74,6 +74,7 @@ def last_seqs(data_dir: Path) -> dict[str, int]:
 
 def phases_seen(data_dir: Path, session_id: str) -> list[tuple[str, str | None]]:
     with closing(_read_only(data_dir / "sessions.db")) as db:
-        return [(t, p) for t, p in db.execute(
-            "SELECT type, phase FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-        )]
+        return [
+            (t, p)
+            for t, p in db.execute("SELECT type, phase FROM events WHERE session_id = ? ORDER BY seq", (session_id,))
+        ]

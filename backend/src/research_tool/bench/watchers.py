@@ -54,8 +54,9 @@ async def watch_session(ws_base: str, watch: SessionWatch, timeout_s: float) -> 
     """Replay from seq 1, then follow live until the final event (or the timeout)."""
     try:
         async with asyncio.timeout(timeout_s):
-            async with connect(f"{ws_base}/api/research/{watch.session_id}/ws?after=0", max_size=2**22,
-                               open_timeout=30) as ws:
+            async with connect(
+                f"{ws_base}/api/research/{watch.session_id}/ws?after=0", max_size=2**22, open_timeout=30
+            ) as ws:
                 watch.connected_at = time.time()
                 async for raw in ws:
                     received = time.time()

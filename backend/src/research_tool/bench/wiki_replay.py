@@ -26,8 +26,24 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 MODULES = (
-    "subprocess", "json", "pathlib", "shutil", "tempfile", "csv", "sqlite3", "argparse", "logging",
-    "functools", "itertools", "collections", "datetime", "zipfile", "gzip", "textwrap", "heapq", "bisect",
+    "subprocess",
+    "json",
+    "pathlib",
+    "shutil",
+    "tempfile",
+    "csv",
+    "sqlite3",
+    "argparse",
+    "logging",
+    "functools",
+    "itertools",
+    "collections",
+    "datetime",
+    "zipfile",
+    "gzip",
+    "textwrap",
+    "heapq",
+    "bisect",
 )
 WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 SCHOLAR_SEARCH_PATH = "/graph/v1/paper/search"
@@ -54,7 +70,9 @@ def build_pages(modules: tuple[str, ...] = MODULES) -> list[Page]:
     for i, name in enumerate(modules, start=1):
         text = pydoc.render_doc(name, renderer=pydoc.plaintext)
         text = re.sub(r"\n{3,}", "\n\n", text)[:20000]
-        pages.append(Page(pageid=1000 + i, title=f"Python {name} module", text=text, words=set(WORD.findall(text.lower()))))
+        pages.append(
+            Page(pageid=1000 + i, title=f"Python {name} module", text=text, words=set(WORD.findall(text.lower())))
+        )
     return pages
 
 
@@ -90,9 +108,15 @@ class WikiReplay:
                 "query": {
                     "searchinfo": {"totalhits": len(hits)},
                     "search": [
-                        {"ns": 0, "title": p.title, "pageid": p.pageid, "size": len(p.text),
-                         "wordcount": len(p.text.split()), "snippet": p.text[:200],
-                         "timestamp": "2025-07-01T00:00:00Z"}
+                        {
+                            "ns": 0,
+                            "title": p.title,
+                            "pageid": p.pageid,
+                            "size": len(p.text),
+                            "wordcount": len(p.text.split()),
+                            "snippet": p.text[:200],
+                            "timestamp": "2025-07-01T00:00:00Z",
+                        }
                         for p in hits
                     ],
                 },
@@ -102,10 +126,16 @@ class WikiReplay:
             "batchcomplete": True,
             "query": {
                 "pages": [
-                    {"pageid": pid, "ns": 0, "title": self.pages[pid].title, "extract": self.pages[pid].text,
-                     "fullurl": f"https://en.wikipedia.org/wiki/{self.pages[pid].title.replace(' ', '_')}",
-                     "canonicalurl": f"https://en.wikipedia.org/wiki/{self.pages[pid].title.replace(' ', '_')}"}
-                    for pid in ids if pid in self.pages
+                    {
+                        "pageid": pid,
+                        "ns": 0,
+                        "title": self.pages[pid].title,
+                        "extract": self.pages[pid].text,
+                        "fullurl": f"https://en.wikipedia.org/wiki/{self.pages[pid].title.replace(' ', '_')}",
+                        "canonicalurl": f"https://en.wikipedia.org/wiki/{self.pages[pid].title.replace(' ', '_')}",
+                    }
+                    for pid in ids
+                    if pid in self.pages
                 ]
             },
         }
@@ -119,12 +149,19 @@ class WikiReplay:
             "total": len(hits),
             "offset": 0,
             "data": [
-                {"paperId": f"bench{p.pageid}", "title": f"{p.title} (paper)",
-                 "url": f"https://www.semanticscholar.org/paper/bench{p.pageid}",
-                 "abstract": p.text[:1500], "year": 2024, "publicationDate": "2024-01-01",
-                 "authors": [{"authorId": "1", "name": "Python Software Foundation"}],
-                 "externalIds": {}, "venue": "Python documentation", "openAccessPdf": None,
-                 "citationCount": 0}
+                {
+                    "paperId": f"bench{p.pageid}",
+                    "title": f"{p.title} (paper)",
+                    "url": f"https://www.semanticscholar.org/paper/bench{p.pageid}",
+                    "abstract": p.text[:1500],
+                    "year": 2024,
+                    "publicationDate": "2024-01-01",
+                    "authors": [{"authorId": "1", "name": "Python Software Foundation"}],
+                    "externalIds": {},
+                    "venue": "Python documentation",
+                    "openAccessPdf": None,
+                    "citationCount": 0,
+                }
                 for p in hits
             ],
         }
@@ -132,7 +169,7 @@ class WikiReplay:
 
 def _handler(replay: WikiReplay) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             replay.record(self.path)
             time.sleep(replay.delay_s)
             parts = urlsplit(self.path)
@@ -145,7 +182,7 @@ def _handler(replay: WikiReplay) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's naming
+        def log_message(self, format: str, *args: Any) -> None:
             return None
 
     return Handler
@@ -155,7 +192,7 @@ class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # a hundred sessions connect at once in the scale benchmark
 
-    def handle_error(self, request: Any, client_address: Any) -> None:  # noqa: ANN401
+    def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a session cancelled mid-request, a killed server) is expected."""
 
 

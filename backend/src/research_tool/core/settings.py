@@ -30,9 +30,7 @@ def _alias(*names: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="RESEARCH_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="RESEARCH_", env_file=".env", extra="ignore", populate_by_name=True)
 
     data_dir: Path = Path("./data")
     llm: str = "offline"
@@ -76,9 +74,7 @@ class Settings(BaseSettings):
     tavily_api_key: str | None = Field(default=None, validation_alias=_alias("TAVILY_API_KEY"))
     exa_api_key: str | None = Field(default=None, validation_alias=_alias("EXA_API_KEY"))
     brave_api_key: str | None = Field(default=None, validation_alias=_alias("BRAVE_API_KEY"))
-    semantic_scholar_api_key: str | None = Field(
-        default=None, validation_alias=_alias("SEMANTIC_SCHOLAR_API_KEY")
-    )
+    semantic_scholar_api_key: str | None = Field(default=None, validation_alias=_alias("SEMANTIC_SCHOLAR_API_KEY"))
     ncbi_api_key: str | None = Field(default=None, validation_alias=_alias("NCBI_API_KEY"))
     unpaywall_email: str | None = Field(default=None, validation_alias=_alias("UNPAYWALL_EMAIL"))
 

@@ -107,9 +107,7 @@ class ReasoningEngine(ABC):
         """Fold the user's clarification answers into a refined query."""
 
     @abstractmethod
-    async def plan(
-        self, query: str, domain: DomainConfiguration, max_queries: int
-    ) -> EngineStep[PlanResponse]:
+    async def plan(self, query: str, domain: DomainConfiguration, max_queries: int) -> EngineStep[PlanResponse]:
         """First cycle's sub-queries, each with an intent."""
 
     @abstractmethod

@@ -47,9 +47,7 @@ def estimate_tokens(value: Any) -> int:
     return estimate_text_tokens(serialized)
 
 
-def should_compact(
-    tokens_used: int, token_budget: int, state_tokens: int, before_synthesis: bool
-) -> str | None:
+def should_compact(tokens_used: int, token_budget: int, state_tokens: int, before_synthesis: bool) -> str | None:
     """The reason to compact now, or None. The most pressing reason wins when several apply."""
     if token_budget > 0 and token_budget - tokens_used < BUDGET_LOW_FRACTION * token_budget:
         return REASON_BUDGET_LOW

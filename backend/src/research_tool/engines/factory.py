@@ -22,12 +22,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from research_tool.engines.base import ReasoningEngine
-from research_tool.engines.llm import LLMEngine
-from research_tool.engines.preflight import ollama_preflight, openai_preflight
 from research_tool.core.errors import BadInputError, EngineUnavailableError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
+from research_tool.engines.base import ReasoningEngine
+from research_tool.engines.llm import LLMEngine
+from research_tool.engines.preflight import ollama_preflight, openai_preflight
 
 log = get_logger(__name__)
 

@@ -27,6 +27,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
+from research_tool.core.errors import EngineOutputError
+from research_tool.core.logging import get_logger
 from research_tool.engines.base import (
     ClarifyResult,
     EngineStep,
@@ -56,8 +58,6 @@ from research_tool.engines.prompt_templates import (
 )
 from research_tool.engines.quote_match import find_quote
 from research_tool.engines.structured_output import compact_schema, parse_structured
-from research_tool.core.errors import EngineOutputError
-from research_tool.core.logging import get_logger
 from research_tool.models.domain import DomainConfiguration, DomainName
 from research_tool.models.entities import Entity, Evidence, Fact, SourceResult, normalize_key, utc_now_iso
 from research_tool.models.schemas import (
@@ -120,9 +120,7 @@ class _Outcome(Generic[T]):
 
 
 def _error(error_type: str, message: str, *, retryable: bool) -> ErrorResponse:
-    return ErrorResponse(
-        error=ErrorDetail(type=error_type, message=message[:_MAX_ERROR_CHARS], retryable=retryable)
-    )
+    return ErrorResponse(error=ErrorDetail(type=error_type, message=message[:_MAX_ERROR_CHARS], retryable=retryable))
 
 
 def _reply_tokens(reply: AIMessage, messages: list[BaseMessage], text: str) -> int:
@@ -226,9 +224,7 @@ class LLMEngine(ReasoningEngine):
 
     # --- the one path every step takes -------------------------------------------------------------------
 
-    async def _ask(
-        self, prompt: RenderedPrompt, schema: type[M], convert: Callable[[M], T]
-    ) -> _Outcome[T]:
+    async def _ask(self, prompt: RenderedPrompt, schema: type[M], convert: Callable[[M], T]) -> _Outcome[T]:
         step = prompt.step
         if self._transport_failures >= self._limits.unavailable_after:
             return _Outcome(
@@ -284,9 +280,7 @@ class LLMEngine(ReasoningEngine):
         assert outcome.error is not None
         log.warning("llm_step_degraded", step=step, model=self.model, error=outcome.error.error.message)
         done = await run_offline(self.fallback)
-        return done.model_copy(
-            update={"tokens": outcome.tokens + done.tokens, "errors": [*done.errors, outcome.error]}
-        )
+        return done.model_copy(update={"tokens": outcome.tokens + done.tokens, "errors": [*done.errors, outcome.error]})
 
     # --- clarify ---------------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from string import Template
 
@@ -48,7 +48,7 @@ class PromptTemplate:
         return RenderedPrompt(step=self.step, system=system, user=user)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(step: str) -> PromptTemplate:
     """Read `engines/prompts/<step>.txt` (packaged with the wheel)."""
     path = resources.files("research_tool.engines").joinpath("prompts", f"{step}.txt")
@@ -70,9 +70,12 @@ def _escape_attribute(value: str) -> str:
 
 def escape_data(text: str) -> str:
     """Neutralize anything in retrieved text that could pass for our delimiters."""
-    return text.replace("<source", "&lt;source").replace("</source", "&lt;/source").replace(
-        "<claim", "&lt;claim"
-    ).replace("</claim", "&lt;/claim")
+    return (
+        text.replace("<source", "&lt;source")
+        .replace("</source", "&lt;/source")
+        .replace("<claim", "&lt;claim")
+        .replace("</claim", "&lt;/claim")
+    )
 
 
 def truncate(text: str, max_chars: int) -> str:
@@ -84,9 +87,7 @@ def truncate(text: str, max_chars: int) -> str:
     return (cut[:space] if space > max_chars * 0.8 else cut) + " …"
 
 
-def source_block(
-    source_id: int | str, text: str, *, title: str = "", url: str = "", max_chars: int = 4000
-) -> str:
+def source_block(source_id: int | str, text: str, *, title: str = "", url: str = "", max_chars: int = 4000) -> str:
     """`<source id="3" title="…" url="…">text</source>`: retrieved text as delimited data."""
     attributes = f'id="{_escape_attribute(str(source_id))}"'
     if title:

@@ -84,9 +84,7 @@ def parse_structured(text: str, schema: type[M]) -> M:
     try:
         return schema.model_validate(payload)
     except ValidationError as exc:
-        raise EngineOutputError(
-            f"the JSON does not match {schema.__name__}: {describe_validation_error(exc)}"
-        ) from exc
+        raise EngineOutputError(f"the JSON does not match {schema.__name__}: {describe_validation_error(exc)}") from exc
 
 
 def compact_schema(schema: type[BaseModel]) -> str:

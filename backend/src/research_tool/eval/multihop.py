@@ -23,8 +23,8 @@ from typing import Any
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
-from research_tool.runtime.composition import open_research_services
 from research_tool.providers.local_corpus.index import CorpusIndex
+from research_tool.runtime.composition import open_research_services
 
 DEFAULT_EVAL_DIR = Path(__file__).resolve().parents[4].parent / "shared" / "eval"
 MARKER = re.compile(r"\[(\d+)\]")
@@ -127,7 +127,11 @@ async def evaluate(
         started: dict[str, tuple[Question, float]] = {}
         for question in questions:
             request = ResearchRequest(
-                query=question.text, tier=tier, providers=["local"], corpus_dirs=[str(corpus)], fetch=False,
+                query=question.text,
+                tier=tier,
+                providers=["local"],
+                corpus_dirs=[str(corpus)],
+                fetch=False,
                 formats=["json"],
             )
             record = await services.runner.create(request)
@@ -141,7 +145,11 @@ async def evaluate(
 
 
 async def _score(
-    question: Question, report: dict[str, Any] | None, index: CorpusIndex, corpus: Path, texts: dict[str, str],
+    question: Question,
+    report: dict[str, Any] | None,
+    index: CorpusIndex,
+    corpus: Path,
+    texts: dict[str, str],
     status: str,
 ) -> dict[str, Any]:
     cited = [doc_id(c["url"]) for c in (report or {}).get("citations", [])]
@@ -200,20 +208,49 @@ def _summary(name: str, tier: str, rows: list[dict[str, Any]]) -> dict[str, Any]
 
 
 def render_table(results: list[dict[str, Any]]) -> str:
-    head = ("dataset", "tier", "n", "loop all-gold", "1×BM25 all-gold", "ratio", "loop recall", "BM25 recall",
-            "cited", "cite precision", "unresolvable", "s/question", "calls/question")
+    head = (
+        "dataset",
+        "tier",
+        "n",
+        "loop all-gold",
+        "1×BM25 all-gold",
+        "ratio",
+        "loop recall",
+        "BM25 recall",
+        "cited",
+        "cite precision",
+        "unresolvable",
+        "s/question",
+        "calls/question",
+    )
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for r in results:
-        lines.append(" | ".join(str(x) for x in (
-            r["dataset"], r["tier"], r["questions"], r["all_gold_cited_loop"], r["all_gold_cited_single_bm25"],
-            r["ratio"], r["gold_recall_loop"], r["gold_recall_single_bm25"], r["mean_sources_cited"],
-            r["citation_precision"], r["unresolvable_citations"], r["seconds_per_question"],
-            r["provider_calls_per_question"],
-        )))
+        lines.append(
+            " | ".join(
+                str(x)
+                for x in (
+                    r["dataset"],
+                    r["tier"],
+                    r["questions"],
+                    r["all_gold_cited_loop"],
+                    r["all_gold_cited_single_bm25"],
+                    r["ratio"],
+                    r["gold_recall_loop"],
+                    r["gold_recall_single_bm25"],
+                    r["mean_sources_cited"],
+                    r["citation_precision"],
+                    r["unresolvable_citations"],
+                    r["seconds_per_question"],
+                    r["provider_calls_per_question"],
+                )
+            )
+        )
     return "\n".join(lines)
 
 
-async def run(eval_dir: Path, work_dir: Path, datasets: list[str], tiers: list[str], limit: int | None) -> list[dict[str, Any]]:
+async def run(
+    eval_dir: Path, work_dir: Path, datasets: list[str], tiers: list[str], limit: int | None
+) -> list[dict[str, Any]]:
     results = []
     for name in datasets:
         folder_name, loader = LOADERS[name]
@@ -236,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int)
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
-    results = asyncio.run(run(args.eval_dir, args.work_dir, args.datasets.split(","), args.tiers.split(","),
-                              args.limit))
+    results = asyncio.run(
+        run(args.eval_dir, args.work_dir, args.datasets.split(","), args.tiers.split(","), args.limit)
+    )
     print(render_table(results))
     out = args.work_dir / "multihop_results.json"
     out.parent.mkdir(parents=True, exist_ok=True)

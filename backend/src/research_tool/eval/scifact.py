@@ -138,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data_dir / "corpus.jsonl").exists():
         print(f"SciFact data not found in {args.data_dir}", file=sys.stderr)
         return 2
-    result = evaluate_scifact(
-        args.data_dir, args.qrels, title_weight=args.title_weight, body_weight=args.body_weight
-    )
+    result = evaluate_scifact(args.data_dir, args.qrels, title_weight=args.title_weight, body_weight=args.body_weight)
     width = max(len(key) for key in result)
     print("SciFact (BEIR) on the local corpus index")
     for key, value in result.items():

@@ -13,17 +13,15 @@ from typing import Any, Protocol
 
 import httpx
 
-from research_tool.graph.decisions.saturation import SaturationThresholds
-from research_tool.engines.base import ReasoningEngine
 from research_tool.core.settings import Settings
+from research_tool.engines.base import ReasoningEngine
+from research_tool.graph.decisions.saturation import SaturationThresholds
 from research_tool.providers.fetching.crawler import Crawler
 from research_tool.providers.gateway import SearchGateway
 
 
 class EventSink(Protocol):
-    async def emit(
-        self, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None
-    ) -> None: ...
+    async def emit(self, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None) -> None: ...
 
 
 class MemoryRecorder(Protocol):
@@ -36,9 +34,7 @@ class MemoryRecorder(Protocol):
 
 
 class NullEvents:
-    async def emit(
-        self, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None
-    ) -> None:
+    async def emit(self, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None) -> None:
         return None
 
 

@@ -10,8 +10,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from research_tool.engines.base import NumberedSource, SynthesisDraft
 from research_tool.core.errors import BadInputError
+from research_tool.engines.base import NumberedSource, SynthesisDraft
 from research_tool.models.entities import Citation, Fact, utc_now_iso
 from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
 from research_tool.models.state import ResearchState
@@ -105,12 +105,16 @@ def build_findings(draft: SynthesisDraft, facts: dict[str, Fact]) -> list[Findin
 
 
 def build_entities(state: ResearchState, limit: int = 30) -> list[ReportEntity]:
-    entities = sorted(
-        (state.get("entities") or {}).values(), key=lambda e: (-len(e.get("sources", [])), e["name"])
-    )[:limit]
+    entities = sorted((state.get("entities") or {}).values(), key=lambda e: (-len(e.get("sources", [])), e["name"]))[
+        :limit
+    ]
     return [
-        ReportEntity(name=e["name"], type=e.get("entity_type", "other"), mentions=e.get("mention_count", 1),
-                     sources=len(e.get("sources", [])))
+        ReportEntity(
+            name=e["name"],
+            type=e.get("entity_type", "other"),
+            mentions=e.get("mention_count", 1),
+            sources=len(e.get("sources", [])),
+        )
         for e in entities
     ]
 

@@ -22,8 +22,6 @@ class TierConfig(BaseModel):
 
 TIERS: dict[str, TierConfig] = {
     "simple": TierConfig(name="simple", max_iterations=2, max_queries=3, max_sources=5, max_execution_time_s=120),
-    "standard": TierConfig(
-        name="standard", max_iterations=5, max_queries=10, max_sources=15, max_execution_time_s=300
-    ),
+    "standard": TierConfig(name="standard", max_iterations=5, max_queries=10, max_sources=15, max_execution_time_s=300),
     "deep": TierConfig(name="deep", max_iterations=10, max_queries=15, max_sources=20, max_execution_time_s=900),
 }

@@ -33,8 +33,8 @@ from research_tool.core.errors import (
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import AccessFailure, SourceResult
 from research_tool.providers.base import SearchProvider
-from research_tool.providers.resilience.rate_limiter import endpoint_key, provider_limiter
 from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS, CircuitBreaker, CircuitBreakerRegistry
+from research_tool.providers.resilience.rate_limiter import endpoint_key, provider_limiter
 from research_tool.providers.resilience.retry import RetryPolicy, deadline_retrying
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class SearchGateway:
         except ProviderError:
             breaker.record_success()  # it answered: the provider is up, the request was refused
             raise
-        except Exception as exc:  # noqa: BLE001 - a payload we failed to parse must not crash the session
+        except Exception as exc:
             breaker.release_probe()
             log.exception("provider_parse_failed", provider=provider.name)
             raise ProviderResponseError(provider.name, f"could not read response: {type(exc).__name__}: {exc}") from exc

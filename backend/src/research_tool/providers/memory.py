@@ -108,7 +108,9 @@ class MemoryStore:
             await db.commit()
         self._ready = True
 
-    async def _bump(self, domain: str, provider: str, *, calls: int = 0, results: int = 0, citations: int = 0, failures: int = 0) -> None:
+    async def _bump(
+        self, domain: str, provider: str, *, calls: int = 0, results: int = 0, citations: int = 0, failures: int = 0
+    ) -> None:
         await self.initialize()
         async with aiosqlite.connect(self.path) as db:
             await db.execute("PRAGMA busy_timeout=5000")

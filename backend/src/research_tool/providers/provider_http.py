@@ -59,7 +59,9 @@ def rate_limited(
     provider: SearchProvider, message: str, *, retry_after: float | None = None, url: str | None = None
 ) -> RateLimitError:
     """Pause the provider's limiter for everyone and return the error to raise."""
-    pause = retry_after if retry_after is not None else max(DEFAULT_RATE_LIMIT_PAUSE_S, 2.0 / provider.requests_per_second)
+    pause = (
+        retry_after if retry_after is not None else max(DEFAULT_RATE_LIMIT_PAUSE_S, 2.0 / provider.requests_per_second)
+    )
     provider_limiter(provider).pause(pause, reason="server_rate_limit")
     return RateLimitError(provider.name, message, retry_after=retry_after, url=url)
 

@@ -313,11 +313,13 @@ def render_html(report: Report) -> str:
     if report.citations:
         parts += ["<h2>Sources</h2>", '<ol class="sources">']
         for citation in report.citations:
-            parts.append(f'<li id="{_cite_anchor(citation.id)}" value="{_esc(citation.id.strip("[]"))}">{_html_citation(citation)}</li>')
+            parts.append(
+                f'<li id="{_cite_anchor(citation.id)}" value="{_esc(citation.id.strip("[]"))}">{_html_citation(citation)}</li>'
+            )
         parts.append("</ol>")
 
     if report.entities:
-        names = ", ".join(f"{_esc(e.name)} <span class=\"small\">({_esc(e.type)})</span>" for e in report.entities[:30])
+        names = ", ".join(f'{_esc(e.name)} <span class="small">({_esc(e.type)})</span>' for e in report.entities[:30])
         parts += ["<h2>Entities</h2>", f"<p>{names}</p>"]
 
     if report.saturation:
@@ -419,10 +421,14 @@ def _bib_base_key(citation: Citation) -> str:
         first = citation.authors[0].strip()
         surname = first.split(",")[0] if "," in first else (first.split() or [""])[-1]
     title_word = next(
-        (w for w in (_ascii_word(t) for t in re.split(r"[\s/]+", citation.title)) if w and w.lower() not in _KEY_STOPWORDS),
+        (
+            w
+            for w in (_ascii_word(t) for t in re.split(r"[\s/]+", citation.title))
+            if w and w.lower() not in _KEY_STOPWORDS
+        ),
         "",
     )
-    key = (_ascii_word(surname).lower() + (str(citation.year) if citation.year else "") + title_word.lower()[:20])
+    key = _ascii_word(surname).lower() + (str(citation.year) if citation.year else "") + title_word.lower()[:20]
     return key or "ref" + (citation.id.strip("[]") or "0")
 
 

@@ -15,19 +15,19 @@ import aiosqlite
 import httpx
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from research_tool.graph.context import ResearchContext
-from research_tool.graph.decisions.provider_choice import corpus_dirs_for, validate_request
+from research_tool.core.settings import Settings
 from research_tool.engines.base import ReasoningEngine
 from research_tool.engines.factory import check_engine_settings, create_engine
-from research_tool.core.settings import Settings
+from research_tool.graph.context import ResearchContext
+from research_tool.graph.decisions.provider_choice import corpus_dirs_for, validate_request
 from research_tool.models.request import ResearchRequest
-from research_tool.runtime.event_log import EventLog
-from research_tool.providers.http_client import create_http_client
-from research_tool.providers.memory import MemoryStore
 from research_tool.providers.fetching.crawler import Crawler
 from research_tool.providers.gateway import SearchGateway
-from research_tool.runtime.session_store import SessionRecord, SessionStore
+from research_tool.providers.http_client import create_http_client
+from research_tool.providers.memory import MemoryStore
+from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.runner import SessionRunner
+from research_tool.runtime.session_store import SessionRecord, SessionStore
 from research_tool.runtime.storage import open_database
 
 
@@ -93,8 +93,16 @@ async def open_research_services(
                 clarify_timeout_s=settings.clarify_timeout_s,
             )
             services = ResearchServices(
-                settings=settings, client=client, conn=conn, checkpointer=checkpointer, gateway=gateway,
-                crawler=crawler, memory=memory, store=store, events=events, runner=runner,
+                settings=settings,
+                client=client,
+                conn=conn,
+                checkpointer=checkpointer,
+                gateway=gateway,
+                crawler=crawler,
+                memory=memory,
+                store=store,
+                events=events,
+                runner=runner,
             )
             try:
                 yield services

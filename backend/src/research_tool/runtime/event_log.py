@@ -40,7 +40,12 @@ class EventLog:
                     row = await cur.fetchone()
                 seq = int(row[0]) + 1 if row else 1
             event = Event(
-                seq=seq, session_id=session_id, ts=utc_now_iso(), type=type, phase=phase, message=message,
+                seq=seq,
+                session_id=session_id,
+                ts=utc_now_iso(),
+                type=type,
+                phase=phase,
+                message=message,
                 data=data or {},
             )
             await self._conn.execute(
@@ -117,7 +122,5 @@ class SessionEvents:
         self._log = log_
         self._session_id = session_id
 
-    async def emit(
-        self, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None
-    ) -> None:
+    async def emit(self, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None) -> None:
         await self._log.append(self._session_id, type, phase, message, data)

@@ -16,11 +16,11 @@ from typing import Any
 
 from langgraph.types import Command
 
-from research_tool.graph.context import ResearchContext
-from research_tool.engines.base import ReasoningEngine
-from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
 from research_tool.core.errors import ResearchToolError, SessionStateError
 from research_tool.core.logging import get_logger
+from research_tool.engines.base import ReasoningEngine
+from research_tool.graph.context import ResearchContext
+from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.state import ResearchState, current_facts
@@ -103,7 +103,9 @@ class SessionRunner:
 
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
         record = await self.store.create(request, session_id)
-        await self.events.append(record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d.")
+        await self.events.append(
+            record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d."
+        )
         return record
 
     def launch(self, session_id: str) -> asyncio.Task[None]:
@@ -135,7 +137,9 @@ class SessionRunner:
         if not record.stop_requested:
             await self.store.update(session_id, stop_requested=1, status="stopping")
             await self.events.append(
-                session_id, "stop_requested", record.progress.get("current_phase"),
+                session_id,
+                "stop_requested",
+                record.progress.get("current_phase"),
                 "Stop requested: collecting ends now and the report is written from what was found.",
             )
         live = self._live.setdefault(session_id, _Live())
@@ -201,7 +205,10 @@ class SessionRunner:
             await self.store.update(session_id, status="running")
         verb = "resumed" if resuming else "started"
         await self.events.append(
-            session_id, "session_started", None, f"Research {verb}: \u201c{record.query[:200]}\u201d.",
+            session_id,
+            "session_started",
+            None,
+            f"Research {verb}: \u201c{record.query[:200]}\u201d.",
             {"resumed": resuming},
         )
         engine = self._engine_factory(record.request)
@@ -214,7 +221,7 @@ class SessionRunner:
             raise
         except ResearchToolError as exc:
             await self._fail(session_id, exc.message)
-        except Exception as exc:  # noqa: BLE001 - a crash of one session must not take the process down
+        except Exception as exc:
             log.exception("session_crashed", session_id=session_id)
             await self._fail(session_id, f"{type(exc).__name__}: {exc}")
         finally:
@@ -246,11 +253,16 @@ class SessionRunner:
         if since is None:
             since = utc_now_iso()
             await self.store.update(
-                session_id, status="awaiting_clarification", pending_questions=questions, awaiting_since=since,
+                session_id,
+                status="awaiting_clarification",
+                pending_questions=questions,
+                awaiting_since=since,
                 clarify_answers=None,
             )
             await self.events.append(
-                session_id, "clarification_requested", "clarify",
+                session_id,
+                "clarification_requested",
+                "clarify",
                 "The question is ambiguous; waiting for answers: " + " ".join(questions),
                 {"questions": questions, "timeout_s": self._clarify_timeout_s},
             )
@@ -276,7 +288,9 @@ class SessionRunner:
         if answers is None:
             if not live.stop.is_set():
                 await self.events.append(
-                    session_id, "clarification_timeout", "clarify",
+                    session_id,
+                    "clarification_timeout",
+                    "clarify",
                     "No answer in time; research goes on with the original question.",
                 )
             return {"timed_out": True}
@@ -289,10 +303,16 @@ class SessionRunner:
         citations = len(report.get("citations", []))
         findings = len(report.get("findings", []))
         await self.events.append(
-            session_id, "session_completed", "export",
+            session_id,
+            "session_completed",
+            "export",
             f"Research complete: {findings} findings citing {citations} sources (stop reason: {stop_reason}).",
-            {"stop_reason": stop_reason, "findings": findings, "citations": citations,
-             "export_paths": values.get("export_paths", {})},
+            {
+                "stop_reason": stop_reason,
+                "findings": findings,
+                "citations": citations,
+                "export_paths": values.get("export_paths", {}),
+            },
         )
         log.info("session_completed", session_id=session_id, stop_reason=stop_reason, findings=findings)
 

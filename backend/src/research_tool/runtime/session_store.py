@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Literal
+from typing import Any
 
 import aiosqlite
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from research_tool.core.errors import SessionNotFoundError
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
-from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, SessionStatus
+from research_tool.models.sessions import ACTIVE_STATUSES, SessionRecord
+
 
 def _record(row: aiosqlite.Row) -> SessionRecord:
     return SessionRecord(
@@ -101,10 +102,7 @@ class SessionStore:
         return [_record(r) for r in rows]
 
     async def update(self, session_id: str, **fields: Any) -> None:
-        encoded = {
-            k: json.dumps(v) if k in JSON_COLUMNS and v is not None else v
-            for k, v in fields.items()
-        }
+        encoded = {k: json.dumps(v) if k in JSON_COLUMNS and v is not None else v for k, v in fields.items()}
         encoded["updated_at"] = utc_now_iso()
         assignments = ", ".join(f"{k} = ?" for k in encoded)
         self._writes[session_id] = self._writes.get(session_id, 0) + 1
@@ -117,9 +115,7 @@ class SessionStore:
             except ValidationError:
                 self._cache.pop(session_id, None)  # a value a read would reject: let the next read say so
         try:
-            await self._conn.execute(
-                f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id)
-            )
+            await self._conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id))
             await self._conn.commit()
         except BaseException:
             self._cache.pop(session_id, None)  # the row is what SQLite says it is: read it again next time

@@ -5,11 +5,12 @@ validates, hands over and reads back."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path as PathParam, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import Path as PathParam
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
@@ -219,13 +220,16 @@ async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
             pass  # finished in the meantime
         if not await _finished_within(task, RUN_STOP_GRACE_S):
             raise ApiError(
-                504, f"session {session_id} did not finish in {timeout:g} s; it goes on: "
-                f"GET /api/research/{session_id}/status", retryable=True,
+                504,
+                f"session {session_id} did not finish in {timeout:g} s; it goes on: "
+                f"GET /api/research/{session_id}/status",
+                retryable=True,
             )
     record = await services.store.get(session_id)
     if record.status != "completed":
-        raise ApiError(500, f"session {session_id} {record.status}: {record.error or 'no report'}",
-                       error_type="session_failed")
+        raise ApiError(
+            500, f"session {session_id} {record.status}: {record.error or 'no report'}", error_type="session_failed"
+        )
     report = await services.runner.report(session_id)
     return JSONResponse(report, headers={"X-Session-Id": session_id})
 

@@ -49,7 +49,9 @@ AMBIGUOUS_TERMS: dict[str, tuple[str, ...]] = {
 
 _ACRONYM_RE = re.compile(r"^[A-Z][A-Z0-9&]{1,5}s?$")
 # acronyms with one meaning nobody needs to be asked about
-UNAMBIGUOUS_ACRONYMS = frozenset("NASA NATO UNESCO HTML HTTP HTTPS JSON SQL USA UK EU FBI CIA DNA RNA COVID FIFA".split())
+UNAMBIGUOUS_ACRONYMS = frozenset(
+    ["NASA", "NATO", "UNESCO", "HTML", "HTTP", "HTTPS", "JSON", "SQL", "USA", "UK", "EU", "FBI", "CIA", "DNA", "RNA", "COVID", "FIFA"]
+)
 
 
 def detect_domain(query: str, hint: DomainName | None = None) -> DomainName:

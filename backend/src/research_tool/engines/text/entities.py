@@ -52,88 +52,35 @@ _CONNECTOR = r"(?:of|the|de|da|di|del|della|von|van|der|den|la|le|du|y|and|for|o
 _NAME_RE = re.compile(rf"\b{_CAP_WORD}(?:\s+(?:{_CONNECTOR}\s+)*{_CAP_WORD})*")
 
 _ORG_CUES = frozenset(
-    """
-    inc inc. corp corp. corporation company co. ltd ltd. llc plc university college institute school academy
-    association party records airlines airline foundation agency bank group club society council committee
-    department ministry press studios studio entertainment network league federation union army navy
-    force brigade court parliament congress senate church orchestra band team fc publishers publishing
-    magazine newspaper museum hospital laboratory laboratories labs systems technologies software
-    """.split()
+    ["inc", "inc.", "corp", "corp.", "corporation", "company", "co.", "ltd", "ltd.", "llc", "plc", "university", "college", "institute", "school", "academy", "association", "party", "records", "airlines", "airline", "foundation", "agency", "bank", "group", "club", "society", "council", "committee", "department", "ministry", "press", "studios", "studio", "entertainment", "network", "league", "federation", "union", "army", "navy", "force", "brigade", "court", "parliament", "congress", "senate", "church", "orchestra", "band", "team", "fc", "publishers", "publishing", "magazine", "newspaper", "museum", "hospital", "laboratory", "laboratories", "labs", "systems", "technologies", "software"]
 )
 _PLACE_CUES = frozenset(
-    """
-    city county river island islands lake mountain mountains mount street avenue road state province
-    district valley village town bay sea ocean airport station park kingdom republic region peninsula
-    desert forest canyon square bridge harbor harbour coast beach hawaii ohio carolina texas california
-    """.split()
+    ["city", "county", "river", "island", "islands", "lake", "mountain", "mountains", "mount", "street", "avenue", "road", "state", "province", "district", "valley", "village", "town", "bay", "sea", "ocean", "airport", "station", "park", "kingdom", "republic", "region", "peninsula", "desert", "forest", "canyon", "square", "bridge", "harbor", "harbour", "coast", "beach", "hawaii", "ohio", "carolina", "texas", "california"]
 )
-_WORK_CUES = frozenset("film movie song album novel book series show play opera symphony sonata game".split())
+_WORK_CUES = frozenset(["film", "movie", "song", "album", "novel", "book", "series", "show", "play", "opera", "symphony", "sonata", "game"])
 _HONORIFICS = frozenset(
-    """
-    mr mrs ms dr prof sir dame lord lady king queen prince princess president senator governor general
-    saint st pope bishop rev judge captain colonel
-    """.split()
+    ["mr", "mrs", "ms", "dr", "prof", "sir", "dame", "lord", "lady", "king", "queen", "prince", "princess", "president", "senator", "governor", "general", "saint", "st", "pope", "bishop", "rev", "judge", "captain", "colonel"]
 )
 _PERSON_NOUNS = frozenset(
-    """
-    actor actress singer songwriter musician composer writer author novelist poet playwright director
-    producer politician diplomat lawyer judge scientist physicist chemist biologist mathematician
-    philosopher historian painter artist architect engineer inventor businessman businesswoman
-    entrepreneur footballer player athlete boxer wrestler coach manager journalist rapper comedian
-    dancer model priest bishop king queen emperor general officer soldier pilot astronaut
-    economist psychologist physician surgeon professor teacher designer photographer born
-    """.split()
+    ["actor", "actress", "singer", "songwriter", "musician", "composer", "writer", "author", "novelist", "poet", "playwright", "director", "producer", "politician", "diplomat", "lawyer", "judge", "scientist", "physicist", "chemist", "biologist", "mathematician", "philosopher", "historian", "painter", "artist", "architect", "engineer", "inventor", "businessman", "businesswoman", "entrepreneur", "footballer", "player", "athlete", "boxer", "wrestler", "coach", "manager", "journalist", "rapper", "comedian", "dancer", "model", "priest", "bishop", "king", "queen", "emperor", "general", "officer", "soldier", "pilot", "astronaut", "economist", "psychologist", "physician", "surgeon", "professor", "teacher", "designer", "photographer", "born"]
 )
 _PLACE_NOUNS = frozenset(
-    """
-    city town village municipality county state country province region district island river lake
-    mountain capital suburb neighborhood neighbourhood community borough airport park area
-    """.split()
+    ["city", "town", "village", "municipality", "county", "state", "country", "province", "region", "district", "island", "river", "lake", "mountain", "capital", "suburb", "neighborhood", "neighbourhood", "community", "borough", "airport", "park", "area"]
 )
 _ORG_NOUNS = frozenset(
-    """
-    company corporation organization organisation band group label publisher university college school
-    party agency firm brand manufacturer airline team club network newspaper magazine studio
-    """.split()
+    ["company", "corporation", "organization", "organisation", "band", "group", "label", "publisher", "university", "college", "school", "party", "agency", "firm", "brand", "manufacturer", "airline", "team", "club", "network", "newspaper", "magazine", "studio"]
 )
 _WORK_NOUNS = frozenset(
-    """
-    film movie song single album novel book series sitcom show episode play musical opera game
-    documentary magazine poem painting sonata symphony comic manga anime franchise
-    """.split()
+    ["film", "movie", "song", "single", "album", "novel", "book", "series", "sitcom", "show", "episode", "play", "musical", "opera", "game", "documentary", "magazine", "poem", "painting", "sonata", "symphony", "comic", "manga", "anime", "franchise"]
 )
 FIRST_NAMES = frozenset(
-    """
-    james john robert michael william david richard joseph thomas charles christopher daniel matthew anthony
-    mark donald steven paul andrew joshua kenneth kevin brian george timothy ronald edward jason jeffrey ryan
-    jacob gary nicholas eric jonathan stephen larry justin scott brandon benjamin samuel gregory alexander
-    frank patrick raymond jack dennis jerry tyler aaron jose adam nathan henry douglas zachary peter kyle
-    walter ethan jeremy harold keith christian roger noah gerald carl terry sean austin arthur lawrence
-    jesse dylan bryan joe jordan billy bruce albert willie gabriel logan alan juan wayne roy ralph randy
-    eugene vincent russell elijah louis bobby philip johnny mary patricia jennifer linda elizabeth barbara
-    susan jessica sarah karen nancy lisa betty margaret sandra ashley kimberly emily donna michelle dorothy
-    carol amanda melissa deborah stephanie rebecca sharon laura cynthia kathleen amy shirley angela helen
-    anna brenda pamela nicole emma samantha katherine christine debra rachel catherine carolyn janet ruth
-    maria heather diane virginia julie joyce victoria olivia kelly christina lauren joan evelyn judith
-    megan cheryl andrea hannah martha jacqueline frances gloria ann teresa kathryn sara janice jean alice
-    madison doris abigail julia judy grace denise amber marilyn beverly danielle theresa sophia marie
-    diana brittany natalie isabella charlotte rose alexis kayla grace georg carl johann ludwig wolfgang
-    franz friedrich karl hans pierre jean jacques louis marie giuseppe giovanni antonio carlos luis
-    """.split()
+    ["james", "john", "robert", "michael", "william", "david", "richard", "joseph", "thomas", "charles", "christopher", "daniel", "matthew", "anthony", "mark", "donald", "steven", "paul", "andrew", "joshua", "kenneth", "kevin", "brian", "george", "timothy", "ronald", "edward", "jason", "jeffrey", "ryan", "jacob", "gary", "nicholas", "eric", "jonathan", "stephen", "larry", "justin", "scott", "brandon", "benjamin", "samuel", "gregory", "alexander", "frank", "patrick", "raymond", "jack", "dennis", "jerry", "tyler", "aaron", "jose", "adam", "nathan", "henry", "douglas", "zachary", "peter", "kyle", "walter", "ethan", "jeremy", "harold", "keith", "christian", "roger", "noah", "gerald", "carl", "terry", "sean", "austin", "arthur", "lawrence", "jesse", "dylan", "bryan", "joe", "jordan", "billy", "bruce", "albert", "willie", "gabriel", "logan", "alan", "juan", "wayne", "roy", "ralph", "randy", "eugene", "vincent", "russell", "elijah", "louis", "bobby", "philip", "johnny", "mary", "patricia", "jennifer", "linda", "elizabeth", "barbara", "susan", "jessica", "sarah", "karen", "nancy", "lisa", "betty", "margaret", "sandra", "ashley", "kimberly", "emily", "donna", "michelle", "dorothy", "carol", "amanda", "melissa", "deborah", "stephanie", "rebecca", "sharon", "laura", "cynthia", "kathleen", "amy", "shirley", "angela", "helen", "anna", "brenda", "pamela", "nicole", "emma", "samantha", "katherine", "christine", "debra", "rachel", "catherine", "carolyn", "janet", "ruth", "maria", "heather", "diane", "virginia", "julie", "joyce", "victoria", "olivia", "kelly", "christina", "lauren", "joan", "evelyn", "judith", "megan", "cheryl", "andrea", "hannah", "martha", "jacqueline", "frances", "gloria", "ann", "teresa", "kathryn", "sara", "janice", "jean", "alice", "madison", "doris", "abigail", "julia", "judy", "grace", "denise", "amber", "marilyn", "beverly", "danielle", "theresa", "sophia", "marie", "diana", "brittany", "natalie", "isabella", "charlotte", "rose", "alexis", "kayla", "grace", "georg", "carl", "johann", "ludwig", "wolfgang", "franz", "friedrich", "karl", "hans", "pierre", "jean", "jacques", "louis", "marie", "giuseppe", "giovanni", "antonio", "carlos", "luis"]
 )
 _LEADING_DROP = frozenset(
-    """
-    the a an this that these those in on at by for from with as to of and but are is was were do does did
-    who what which when where why how can could should would will has have had if after before during
-    """.split()
+    ["the", "a", "an", "this", "that", "these", "those", "in", "on", "at", "by", "for", "from", "with", "as", "to", "of", "and", "but", "are", "is", "was", "were", "do", "does", "did", "who", "what", "which", "when", "where", "why", "how", "can", "could", "should", "would", "will", "has", "have", "had", "if", "after", "before", "during"]
 )
 _COMMON_SENTENCE_STARTERS = frozenset(
-    """
-    the a an this that these those it its he she they we you i his her their our in on at by for from
-    with as to of and but or if when while after before during since although however also there here
-    some many most all each both one two three first second then thus so yet not no what which who how
-    where why return returns raise raises see use note new
-    """.split()
+    ["the", "a", "an", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we", "you", "i", "his", "her", "their", "our", "in", "on", "at", "by", "for", "from", "with", "as", "to", "of", "and", "but", "or", "if", "when", "while", "after", "before", "during", "since", "although", "however", "also", "there", "here", "some", "many", "most", "all", "each", "both", "one", "two", "three", "first", "second", "then", "thus", "so", "yet", "not", "no", "what", "which", "who", "how", "where", "why", "return", "returns", "raise", "raises", "see", "use", "note", "new"]
 )
 
 
@@ -175,7 +122,7 @@ def _find_mentions(text: str) -> tuple[Mention, ...]:
 
 
 def _split_conjoined(start: int, raw: str) -> list[tuple[int, str]]:
-    """"Christopher Nolan and Sathish Kalathil" is two names; "Kiss and Tell" (one word each side) is one."""
+    """ "Christopher Nolan and Sathish Kalathil" is two names; "Kiss and Tell" (one word each side) is one."""
     pieces = re.split(r"(\s+(?:and|&)\s+)", raw)
     if len(pieces) == 1:
         return [(start, raw)]
@@ -207,7 +154,9 @@ def _name_mention(text: str, start: int, raw: str) -> Mention | None:
         name = name[:-2]
     if len(name) < 2 or name.isdigit():
         return None
-    at_sentence_start = start == 0 or bool(re.search(r"(?:[.!?:]\s+|\n\s*|[\"“(]\s*)$", text[max(0, start - 4) : start]))
+    at_sentence_start = start == 0 or bool(
+        re.search(r"(?:[.!?:]\s+|\n\s*|[\"“(]\s*)$", text[max(0, start - 4) : start])
+    )
     if len(tokens) == 1 and at_sentence_start and tokens[0].casefold() in _COMMON_SENTENCE_STARTERS:
         return None
     if len(tokens) == 1 and tokens[0].casefold() in _COMMON_SENTENCE_STARTERS:
@@ -252,7 +201,9 @@ def classify_by_definition(name: str, defining_sentence: str) -> EntityType:
             return "organization"
         if noun in _PLACE_NOUNS:
             return "place"
-    if re.search(r"\(\s*(?:born|b\.)\s", defining_sentence) or re.search(r"\(\s*\w+\s+\d{1,2},\s+\d{4}\s+[–-]", defining_sentence):
+    if re.search(r"\(\s*(?:born|b\.)\s", defining_sentence) or re.search(
+        r"\(\s*\w+\s+\d{1,2},\s+\d{4}\s+[–-]", defining_sentence
+    ):
         return "person"
     return classify_name(name, defining_sentence)
 

@@ -39,7 +39,7 @@ _PRONOUN_START_RE = re.compile(
     re.IGNORECASE,
 )
 _PRONOUN_AFTER_CLAUSE_RE = re.compile(r"^[^.;]{0,40}?,\s*(?:he|she|it|they)\b", re.IGNORECASE)
-_HEDGES = frozenset("may might could possibly perhaps reportedly allegedly rumored rumoured likely unclear".split())
+_HEDGES = frozenset(["may", "might", "could", "possibly", "perhaps", "reportedly", "allegedly", "rumored", "rumoured", "likely", "unclear"])
 
 
 @dataclass(frozen=True)

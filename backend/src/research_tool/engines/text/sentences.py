@@ -12,11 +12,7 @@ import re
 from dataclasses import dataclass
 
 ABBREVIATIONS: frozenset[str] = frozenset(
-    """
-    mr mrs ms dr prof sr jr st mt ft vs e.g i.e eg ie inc ltd co corp no nos fig figs al approx dept est
-    gen gov lt col sgt capt rev op cf ed eds vol vols pp jan feb mar apr jun jul aug sep sept oct nov dec
-    u.s u.k u.n a.m p.m ph.d b.c a.d d.c n.y l.a ca c ibid viz
-    """.split()
+    ["mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "ft", "vs", "e.g", "i.e", "eg", "ie", "inc", "ltd", "co", "corp", "no", "nos", "fig", "figs", "al", "approx", "dept", "est", "gen", "gov", "lt", "col", "sgt", "capt", "rev", "op", "cf", "ed", "eds", "vol", "vols", "pp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "u.n", "a.m", "p.m", "ph.d", "b.c", "a.d", "d.c", "n.y", "l.a", "ca", "c", "ibid", "viz"]
 )
 
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.DOTALL)
@@ -94,7 +90,11 @@ def _blocks(text: str) -> list[tuple[int, int]]:
 def _is_title_line(line: str) -> bool:
     """An ALL-CAPS line such as pydoc's "DESCRIPTION" or "MODULE REFERENCE"."""
     stripped = line.strip()
-    if _SIGNATURE_RE.match(stripped) and "): " not in stripped and " " not in stripped.split("(", 1)[0].removeprefix("class "):
+    if (
+        _SIGNATURE_RE.match(stripped)
+        and "): " not in stripped
+        and " " not in stripped.split("(", 1)[0].removeprefix("class ")
+    ):
         return True
     return 2 < len(stripped) < 60 and stripped.isupper() and not stripped.endswith((".", ",", ";"))
 

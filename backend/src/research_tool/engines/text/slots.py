@@ -19,22 +19,18 @@ from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.tokens import stem, stem_set
 from research_tool.models.entities import Fact
 
-SlotKind = Literal[
-    "person", "date", "place", "number", "entity", "yes_no", "reason", "method", "definition", "topic"
-]
+SlotKind = Literal["person", "date", "place", "number", "entity", "yes_no", "reason", "method", "definition", "topic"]
 
 RELEVANT_FACT = 0.3  # a fact below this relevance does not fill a slot
 
 _PERSON_HEADS = frozenset(
-    "woman man person people actor actress singer author writer director player artist musician politician "
-    "founder president leader composer poet scientist inventor wife husband son daughter father mother "
-    "brother sister girl boy child star".split()
+    ["woman", "man", "person", "people", "actor", "actress", "singer", "author", "writer", "director", "player", "artist", "musician", "politician", "founder", "president", "leader", "composer", "poet", "scientist", "inventor", "wife", "husband", "son", "daughter", "father", "mother", "brother", "sister", "girl", "boy", "child", "star"]
 )
-_PLACE_HEADS = frozenset("city town country state place village region county island location nation".split())
-_DATE_HEADS = frozenset("year date decade century day month era".split())
-_WORK_HEADS = frozenset("film movie song album book novel show series play game band".split())
-_CAUSE_CUES = frozenset("because due cause caus reason result lead since therefore owing".split())
-_METHOD_CUES = frozenset("use call pass set run by using via step first then configure return raise".split())
+_PLACE_HEADS = frozenset(["city", "town", "country", "state", "place", "village", "region", "county", "island", "location", "nation"])
+_DATE_HEADS = frozenset(["year", "date", "decade", "century", "day", "month", "era"])
+_WORK_HEADS = frozenset(["film", "movie", "song", "album", "book", "novel", "show", "series", "play", "game", "band"])
+_CAUSE_CUES = frozenset(["because", "due", "cause", "caus", "reason", "result", "lead", "since", "therefore", "owing"])
+_METHOD_CUES = frozenset(["use", "call", "pass", "set", "run", "by", "using", "via", "step", "first", "then", "configure", "return", "raise"])
 _DEFINITION_RE = re.compile(r"\b(?:is|are|was|were|refers to|means|denotes|defined as)\b", re.IGNORECASE)
 
 _RELATIVE_RE = re.compile(
@@ -79,7 +75,9 @@ def required_slots(question: str) -> list[Slot]:
         if kind == "entity" and head in _DATE_HEADS:
             kind = "date"
         clause = text[match.start() : min(len(text), match.end() + 60)].split("?")[0]
-        slots.append(Slot(f"bridge:{head}", kind, (head,), f"the {head} {clause[match.end() - match.start():].strip()}"))
+        slots.append(
+            Slot(f"bridge:{head}", kind, (head,), f"the {head} {clause[match.end() - match.start() :].strip()}")
+        )
     if slots[0].kind == "yes_no":
         for mention in find_mentions(text):
             if mention.entity_type not in ("date", "number"):
@@ -92,28 +90,53 @@ def which_slot(phrase: str) -> Slot:
     head_words = tuple(w for w in phrase.split() if w not in ("kind", "type", "sort", "of"))
     head = head_words[-1] if head_words else ""
     kind: SlotKind = (
-        "person" if head in _PERSON_HEADS
-        else "place" if head in _PLACE_HEADS
-        else "date" if head in _DATE_HEADS
+        "person"
+        if head in _PERSON_HEADS
+        else "place"
+        if head in _PLACE_HEADS
+        else "date"
+        if head in _DATE_HEADS
         else "entity"
     )
     return Slot("answer", kind, head_words, f"the {phrase}")
 
 
 def _answer_slot(text: str, lowered: str, first: str) -> Slot:
-    if re.match(r"^(?:how many|how much|how old|how long|how far|how big|how large|what percentage|what number)\b", lowered):
+    if re.match(
+        r"^(?:how many|how much|how old|how long|how far|how big|how large|what percentage|what number)\b", lowered
+    ):
         return Slot("answer", "number", (), "a quantity")
     if first in ("who", "whom", "whose"):
         return Slot("answer", "person", (), "a person or group")
     if first == "when" or re.match(r"^(?:in )?(?:what|which) (?:year|date|decade|century|month|day)\b", lowered):
         return Slot("answer", "date", (), "a date")
-    if first == "where" or re.match(r"^(?:in )?(?:what|which) (?:city|country|state|place|town|county|region)\b", lowered):
+    if first == "where" or re.match(
+        r"^(?:in )?(?:what|which) (?:city|country|state|place|town|county|region)\b", lowered
+    ):
         return Slot("answer", "place", (), "a place")
     if first == "why":
         return Slot("answer", "reason", (), "a reason")
-    if first in ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "should"):
+    if first in (
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "has",
+        "have",
+        "had",
+        "will",
+        "should",
+    ):
         return Slot("answer", "yes_no", (), "a yes/no verdict")
-    which = re.match(r"^(?:in |of |for )?(?:which|what)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(?:is|was|are|were|did|does|do|has|had|held|has been)\b", lowered)
+    which = re.match(
+        r"^(?:in |of |for )?(?:which|what)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(?:is|was|are|were|did|does|do|has|had|held|has been)\b",
+        lowered,
+    )
     if which:
         return which_slot(which.group(1))
     if first == "how":
@@ -170,8 +193,9 @@ def _fills(slot: Slot, fact: Fact, question_stems: frozenset[str], question_name
     statement = fact.statement
     stems = stem_set(statement)
     new_names = [
-        m for m in find_mentions(statement) if m.text.casefold() not in question_names
-        and not set(stem_set(m.text)) <= question_stems
+        m
+        for m in find_mentions(statement)
+        if m.text.casefold() not in question_names and not set(stem_set(m.text)) <= question_stems
     ]
     if slot.kind == "person":
         person = next((m.text for m in new_names if m.entity_type == "person"), None)

@@ -61,8 +61,10 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
 
 
 def _rank(fact: Fact) -> float:
-    return fact.relevance * (1.25 if fact.verified else 1.0) + 0.1 * fact.confidence - (
-        0.1 if fact.contradictions else 0.0
+    return (
+        fact.relevance * (1.25 if fact.verified else 1.0)
+        + 0.1 * fact.confidence
+        - (0.1 if fact.contradictions else 0.0)
     )
 
 
@@ -100,8 +102,10 @@ def _answer_facts(question: str, ranked: list[Fact], prior: dict[str, float]) ->
     def score(fact: Fact) -> float:
         best_source = max((prior.get(e.source_url, 0.0) for e in fact.evidence), default=0.0)
         return (
-            _rank(fact) + SOURCE_ORDER_WEIGHT * best_source
-            + _link_bonus(fact, introduced) + _coverage_bonus(fact, weights, covered)
+            _rank(fact)
+            + SOURCE_ORDER_WEIGHT * best_source
+            + _link_bonus(fact, introduced)
+            + _coverage_bonus(fact, weights, covered)
         )
 
     while pool and len(chosen) < MAX_ANSWER_SENTENCES:
@@ -169,9 +173,7 @@ def _cited_sentence(fact: Fact, numbers: dict[str, int]) -> str:
     return f"{statement} {markers}."
 
 
-def _findings(
-    answer_facts: list[Fact], ranked: list[Fact], numbers: dict[str, int], limit: int
-) -> list[FindingDraft]:
+def _findings(answer_facts: list[Fact], ranked: list[Fact], numbers: dict[str, int], limit: int) -> list[FindingDraft]:
     """The answer's facts, then the best fact of each source not yet heard from, then the rest."""
     order: list[Fact] = list(answer_facts)
     heard = {f.evidence[0].source_url for f in answer_facts}

@@ -30,18 +30,32 @@ RESIDUAL_WORDS = 4
 NEW_FACTS_STOPPED = 0.1  # a cycle adding fewer than this share of all facts adds nothing new
 
 DEMONYMS = frozenset(
-    """
-    american british english french german italian spanish canadian australian indian chinese japanese russian
-    irish scottish welsh dutch swedish norwegian danish finnish polish greek turkish mexican brazilian korean
-    european african asian roman christian jewish muslim catholic protestant latin arabic
-    """.split()
+    ["american", "british", "english", "french", "german", "italian", "spanish", "canadian", "australian", "indian", "chinese", "japanese", "russian", "irish", "scottish", "welsh", "dutch", "swedish", "norwegian", "danish", "finnish", "polish", "greek", "turkish", "mexican", "brazilian", "korean", "european", "african", "asian", "roman", "christian", "jewish", "muslim", "catholic", "protestant", "latin", "arabic"]
 )
 SYNONYMS: dict[str, str] = {
-    "film": "movie", "movie": "film", "company": "corporation", "corporation": "company",
-    "directed": "director", "director": "directed", "born": "birth", "died": "death", "founded": "established",
-    "established": "founded", "timeout": "time limit", "error": "exception", "exception": "error",
-    "function": "method", "method": "function", "city": "town", "singer": "musician", "wrote": "author",
-    "author": "writer", "band": "group", "position": "office", "job": "occupation", "fast": "performance",
+    "film": "movie",
+    "movie": "film",
+    "company": "corporation",
+    "corporation": "company",
+    "directed": "director",
+    "director": "directed",
+    "born": "birth",
+    "died": "death",
+    "founded": "established",
+    "established": "founded",
+    "timeout": "time limit",
+    "error": "exception",
+    "exception": "error",
+    "function": "method",
+    "method": "function",
+    "city": "town",
+    "singer": "musician",
+    "wrote": "author",
+    "author": "writer",
+    "band": "group",
+    "position": "office",
+    "job": "occupation",
+    "fast": "performance",
 }
 
 

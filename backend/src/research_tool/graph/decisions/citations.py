@@ -18,12 +18,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from research_tool.core.logging import get_logger
 from research_tool.engines.base import FindingDraft, NumberedSource, SynthesisDraft
 from research_tool.engines.text.facts import clean_statement
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.tokens import content_stems
 from research_tool.models.entities import Fact
-from research_tool.core.logging import get_logger
 
 log = get_logger(__name__)
 

@@ -23,12 +23,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from research_tool.core.logging import get_logger
 from research_tool.engines.text.entities import find_mentions
-from research_tool.engines.text.linking import linked_relevance
 from research_tool.engines.text.facts import clean_statement, extraction_quality
+from research_tool.engines.text.linking import linked_relevance
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.tokens import content_stems, has_negation, stem_set
-from research_tool.core.logging import get_logger
 from research_tool.models.entities import Evidence, Fact, SourceResult, normalize_key
 
 log = get_logger(__name__)
@@ -53,7 +53,7 @@ DEFAULT_CREDIBILITY = 0.5
 AGREEMENT_SCORE = {0: 0.2, 1: 0.35, 2: 0.6, 3: 0.75}
 MAX_AGREEMENT_SCORE = 0.85
 
-_SECOND_LEVEL = frozenset("co com org net gov ac edu ne or go mil".split())
+_SECOND_LEVEL = frozenset(["co", "com", "org", "net", "gov", "ac", "edu", "ne", "or", "go", "mil"])
 _NUMBER_RE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _YEAR_RE = re.compile(r"1[5-9]\d\d|20\d\d")  # written without a thousands comma
 
@@ -237,9 +237,7 @@ def _witnesses(fact: Fact, sources: dict[str, SourceResult]) -> dict[str, float]
     return witnesses
 
 
-def _confidence(
-    fact: Fact, witnesses: dict[str, float], sources: dict[str, SourceResult], contradicted: bool
-) -> float:
+def _confidence(fact: Fact, witnesses: dict[str, float], sources: dict[str, SourceResult], contradicted: bool) -> float:
     agreement = AGREEMENT_SCORE.get(len(witnesses), MAX_AGREEMENT_SCORE)
     best = sorted(witnesses.values(), reverse=True)[:3]
     credibility = sum(best) / len(best) if best else DEFAULT_CREDIBILITY

@@ -7,9 +7,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from research_tool.engines.cpu_pool import run_cpu
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.verification import cross_verify
-from research_tool.engines.cpu_pool import run_cpu
 from research_tool.graph.nodes.instrumentation import phase
 from research_tool.graph.nodes.process import to_source
 from research_tool.models.domain import DOMAINS

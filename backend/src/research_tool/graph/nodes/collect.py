@@ -13,27 +13,25 @@ from langgraph.runtime import Runtime
 
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.provider_choice import corpus_dirs_for
-from research_tool.graph.session_limits import SessionLimits, resolve_limits
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase
 from research_tool.graph.nodes.process import to_source
+from research_tool.graph.session_limits import SessionLimits, resolve_limits
 from research_tool.models.entities import AccessFailure, normalize_key
 from research_tool.models.request import ResearchRequest
 from research_tool.models.state import ResearchState
-from research_tool.providers.source_identity import canonical_url
+from research_tool.providers.base import SearchProvider
 from research_tool.providers.fetching.full_text import FullTextOutcome, fetch_full_text
 from research_tool.providers.gateway import SearchOutcome
-from research_tool.providers.base import SearchProvider
 from research_tool.providers.registry import create_provider
 from research_tool.providers.search.unpaywall import UnpaywallProvider
+from research_tool.providers.source_identity import canonical_url
 
 T = TypeVar("T")
 MAX_RESULTS_PER_CALL = 10
 SOURCE_EVENTS_PER_CYCLE = 50
 
 
-async def gather_until(
-    coros: list[Coroutine[Any, Any, T]], stop: asyncio.Event, deadline: float
-) -> list[T]:
+async def gather_until(coros: list[Coroutine[Any, Any, T]], stop: asyncio.Event, deadline: float) -> list[T]:
     """Run coroutines concurrently; return the results that finished before a stop or the deadline.
     Unfinished ones are cancelled (and awaited, so nothing leaks)."""
     tasks = [asyncio.ensure_future(c) for c in coros]
@@ -138,7 +136,9 @@ async def _announce(ctx: ResearchContext, providers: list[SearchProvider], n_que
     for provider in providers:
         plural = "query" if n_queries == 1 else "queries"
         await ctx.events.emit(
-            "provider_search", "collect", f"Searching {provider.name} for {n_queries} {plural}.",
+            "provider_search",
+            "collect",
+            f"Searching {provider.name} for {n_queries} {plural}.",
             {"provider": provider.name, "queries": n_queries},
         )
 
@@ -179,15 +179,24 @@ async def collect_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
     await _report(ctx, state, outcomes, new_sources, failures)
     intents = {normalize_key(q["query"]): q.get("intent", "") for q in queries}
     queries_run = {
-        key: {"query": q["query"], "intent": intents.get(key, ""), "iteration": iteration,
-              "results": sum(len(o.results) for o in outcomes if normalize_key(o.query) == key)}
+        key: {
+            "query": q["query"],
+            "intent": intents.get(key, ""),
+            "iteration": iteration,
+            "results": sum(len(o.results) for o in outcomes if normalize_key(o.query) == key),
+        }
         for q in queries
         if (key := normalize_key(q["query"]))
     }
     calls = {
         f"{iteration}|{o.provider}|{normalize_key(o.query)}": {
-            "provider": o.provider, "query": o.query, "iteration": iteration, "ok": o.ok,
-            "results": len(o.results), "latency_s": round(o.latency_s, 4), "attempts": o.attempts,
+            "provider": o.provider,
+            "query": o.query,
+            "iteration": iteration,
+            "ok": o.ok,
+            "results": len(o.results),
+            "latency_s": round(o.latency_s, 4),
+            "attempts": o.attempts,
             "urls": [canonical_url(r.url) for r in o.results],
             "error_type": o.failure.error_type if o.failure else None,
         }
@@ -217,12 +226,16 @@ async def _report(
         if i >= SOURCE_EVENTS_PER_CYCLE:
             break
         await ctx.events.emit(
-            "source_found", "collect", f"Found \u201c{source['title'][:120]}\u201d via {source['found_by'][0]}.",
+            "source_found",
+            "collect",
+            f"Found \u201c{source['title'][:120]}\u201d via {source['found_by'][0]}.",
             {"url": source["url"], "title": source["title"], "provider": source["found_by"][0]},
         )
     for failure in failures:
         await ctx.events.emit(
-            "provider_error", "collect", f"{failure.provider} failed ({failure.error_type}): {failure.message[:200]}",
+            "provider_error",
+            "collect",
+            f"{failure.provider} failed ({failure.error_type}): {failure.message[:200]}",
             failure.model_dump(mode="json"),
         )
     if ctx.memory is None:
@@ -234,4 +247,3 @@ async def _report(
         await ctx.memory.record_results(domain, provider, count)
     for failure in failures:
         await ctx.memory.record_failure(domain, failure)
-

@@ -6,6 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from research_tool.engines.base import ReflectionContext
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.quality import score_quality
 from research_tool.graph.decisions.saturation import (
@@ -15,12 +16,11 @@ from research_tool.graph.decisions.saturation import (
     calculate_saturation,
     decide_stop,
 )
-from research_tool.engines.base import ReflectionContext
-from research_tool.graph.session_limits import SessionLimits, resolve_limits
-from research_tool.graph.nodes.model_context import compact_for_model
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
+from research_tool.graph.nodes.model_context import compact_for_model
 from research_tool.graph.nodes.plan import fresh_queries
 from research_tool.graph.nodes.process import to_source
+from research_tool.graph.session_limits import SessionLimits, resolve_limits
 from research_tool.models.entities import Entity, Fact
 from research_tool.models.state import ResearchState, current_facts
 
@@ -77,8 +77,13 @@ async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext])
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
     facts = [Fact.model_validate(f) for f in current_facts(state.get("facts")).values()]
     shown = await compact_for_model(
-        ctx, state, limits, list((state.get("sources") or {}).values()), phase="evaluate",
-        keep_recent=max(1, limits.max_sources // 2), before_synthesis=False,
+        ctx,
+        state,
+        limits,
+        list((state.get("sources") or {}).values()),
+        phase="evaluate",
+        keep_recent=max(1, limits.max_sources // 2),
+        before_synthesis=False,
     )
     reflection = await ctx.engine.reflect(
         ReflectionContext(
@@ -131,7 +136,8 @@ async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext])
         "error_log": record_errors(f"reflect:{iteration}", reflection.errors),
         "should_stop": reason is not None,
         "stop_reason": reason.value if reason else None,
-        "degraded_mode": bool(state.get("degraded_mode")) or (reason is not None and reason.value == "all_providers_failed"),
+        "degraded_mode": bool(state.get("degraded_mode"))
+        or (reason is not None and reason.value == "all_providers_failed"),
     }
     if reason is None:
         update["pending_queries"] = next_queries

@@ -9,8 +9,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from research_tool.graph.context import ResearchContext
 from research_tool.core.logging import get_logger
+from research_tool.graph.context import ResearchContext
 from research_tool.models.state import ResearchState
 
 log = get_logger("research_tool.graph")

@@ -7,12 +7,12 @@ import asyncio
 import re
 from typing import Any
 
-from research_tool.graph.context import ResearchContext
 from research_tool.engines.base import NumberedSource, SynthesisDraft
 from research_tool.engines.compaction import compact_sources, estimate_tokens, should_compact
-from research_tool.graph.session_limits import SessionLimits
+from research_tool.graph.context import ResearchContext
 from research_tool.graph.nodes.instrumentation import tokens_total
 from research_tool.graph.report_assembly import MARKER
+from research_tool.graph.session_limits import SessionLimits
 from research_tool.models.state import ResearchState
 
 SEMANTIC_CHECK_CONCURRENCY = 4
@@ -40,7 +40,9 @@ async def compact_for_model(
         return sources
     kept, summary = compact_sources(sources, keep_recent=keep_recent)
     await ctx.events.emit(
-        "compaction", phase, f"Compacted {summary.compacted} older sources for the model ({reason}).",
+        "compaction",
+        phase,
+        f"Compacted {summary.compacted} older sources for the model ({reason}).",
         {"reason": reason, **summary.model_dump(exclude={"handles", "compacted_urls"})},
     )
     return [*kept, *summary.handles]
@@ -90,8 +92,9 @@ async def drop_unsupported_claims(
         removed += len(set(finding.citations) - keep)
         if keep:
             findings.append(
-                finding.model_copy(update={"statement": strip_rejected(finding.statement, keep),
-                                           "citations": sorted(keep)})
+                finding.model_copy(
+                    update={"statement": strip_rejected(finding.statement, keep), "citations": sorted(keep)}
+                )
             )
     answer = " ".join(p for p in answer_parts if p.strip())
     return draft.model_copy(update={"answer": answer, "findings": findings}), removed, tokens

@@ -8,8 +8,8 @@ from langgraph.runtime import Runtime
 
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.provider_choice import choose_providers
-from research_tool.graph.session_limits import resolve_limits
 from research_tool.graph.nodes.instrumentation import phase, record_errors
+from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import normalize_key
 from research_tool.models.request import ResearchRequest

@@ -8,8 +8,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from research_tool.graph.context import ResearchContext
-from research_tool.graph.session_limits import resolve_limits
 from research_tool.graph.nodes.instrumentation import phase, record_errors
+from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import SourceResult
 from research_tool.models.state import ResearchState
 

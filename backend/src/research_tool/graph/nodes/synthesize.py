@@ -7,16 +7,16 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from research_tool.engines.base import NumberedSource, SynthesisInput
+from research_tool.engines.cpu_pool import run_cpu
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.citations import check_citations
 from research_tool.graph.decisions.source_ranking import rank_sources
-from research_tool.engines.base import NumberedSource, SynthesisInput
-from research_tool.engines.cpu_pool import run_cpu
-from research_tool.graph.session_limits import resolve_limits
-from research_tool.graph.nodes.model_context import compact_for_model, drop_unsupported_claims
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
+from research_tool.graph.nodes.model_context import compact_for_model, drop_unsupported_claims
 from research_tool.graph.nodes.process import to_source
 from research_tool.graph.report_assembly import assemble_report, build_citations, renumber
+from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import Fact
 from research_tool.models.state import ResearchState, current_facts
 
@@ -32,18 +32,24 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
     all_sources = state.get("sources") or {}
     facts = {fid: Fact.model_validate(f) for fid, f in current_facts(state.get("facts")).items()}
     chosen = rank_sources(
-        state["refined_query"], (state.get("provider_calls") or {}).values(), facts.values(), limits.max_sources,
+        state["refined_query"],
+        (state.get("provider_calls") or {}).values(),
+        facts.values(),
+        limits.max_sources,
         all_sources,
     )
     shown = await compact_for_model(
-        ctx, state, limits, [all_sources[url] for url in chosen], phase="synthesize",
-        keep_recent=limits.max_sources, before_synthesis=True,
+        ctx,
+        state,
+        limits,
+        [all_sources[url] for url in chosen],
+        phase="synthesize",
+        keep_recent=limits.max_sources,
+        before_synthesis=True,
     )
     numbered = [NumberedSource(n=i, source=to_source(s)) for i, s in enumerate(shown, start=1)]
     full_text = [NumberedSource(n=i, source=to_source(all_sources[s["url"]])) for i, s in enumerate(shown, start=1)]
-    usable = sorted(
-        (f for f in facts.values() if set(f.source_urls) & set(chosen)), key=fact_rank, reverse=True
-    )
+    usable = sorted((f for f in facts.values() if set(f.source_urls) & set(chosen)), key=fact_rank, reverse=True)
     step = await ctx.engine.synthesize(
         SynthesisInput(
             query=state["refined_query"],
@@ -84,10 +90,14 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
     report = assemble_report(state, draft, citations, facts, metadata)
     if removed:
         await ctx.events.emit(
-            "citations_checked", "synthesize",
+            "citations_checked",
+            "synthesize",
             f"Removed {removed} citation(s) that did not resolve or were not supported by the cited text.",
-            {"removed_unresolvable": checked.removed_unresolvable, "removed_unsupported": checked.removed_unsupported,
-             "removed_by_semantic_check": semantic_removed},
+            {
+                "removed_unresolvable": checked.removed_unresolvable,
+                "removed_unsupported": checked.removed_unsupported,
+                "removed_by_semantic_check": semantic_removed,
+            },
         )
     if ctx.memory is not None:
         per_provider: dict[str, int] = {}

@@ -81,7 +81,7 @@ class BrowserRenderer:
         self._browser: Any = None
         self._lock = asyncio.Lock()
 
-    async def _ensure_browser(self) -> Any:  # noqa: ANN401 (playwright's Browser; optional import)
+    async def _ensure_browser(self) -> Any:
         async with self._lock:
             if self._browser is not None and self._browser.is_connected():
                 return self._browser

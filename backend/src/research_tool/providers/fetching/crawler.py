@@ -37,9 +37,9 @@ from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
 from research_tool.providers.fetching.browser import BrowserRenderer, Subresource, browser_unavailable_reason
 from research_tool.providers.fetching.obstacles import is_captcha_page, is_paywalled
+from research_tool.providers.fetching.url_guard import Resolver, UrlGuard
 from research_tool.providers.provider_http import retry_after_seconds
 from research_tool.providers.resilience.rate_limiter import get_rate_limiter
-from research_tool.providers.fetching.url_guard import Resolver, UrlGuard
 from research_tool.providers.resilience.retry import RetryPolicy, deadline_retrying
 
 log = get_logger(__name__)
@@ -257,11 +257,15 @@ class Crawler:
             raise AccessDeniedError(self.name, "paywall: only a teaser is available", url=url)
         if not text:
             raise ProviderResponseError(self.name, "no text after rendering", url=url)
-        return FetchedPage(url=url, final_url=final_url, title=title, text=text, content_type="text/html", backend="playwright")
+        return FetchedPage(
+            url=url, final_url=final_url, title=title, text=text, content_type="text/html", backend="playwright"
+        )
 
     # --- guarded download -----------------------------------------------------------------------
 
-    async def download(self, url: str, *, accept: frozenset[str] = PAGE_TYPES, rate_limited: bool = True) -> RawResponse:
+    async def download(
+        self, url: str, *, accept: frozenset[str] = PAGE_TYPES, rate_limited: bool = True
+    ) -> RawResponse:
         """GET `url` following redirects by hand; every hop is checked by the URL guard before any connection."""
         current = url
         for _hop in range(MAX_REDIRECTS + 1):
@@ -271,7 +275,10 @@ class Crawler:
             request = self.client.build_request(
                 "GET",
                 target.pinned_url(),
-                headers={"Host": target.url.netloc.decode("ascii"), "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5"},
+                headers={
+                    "Host": target.url.netloc.decode("ascii"),
+                    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5",
+                },
                 extensions={"sni_hostname": target.host},
             )
             try:
@@ -279,12 +286,16 @@ class Crawler:
             except httpx.TimeoutException as exc:
                 raise ProviderTimeoutError(self.name, f"timed out ({type(exc).__name__})", url=current) from exc
             except httpx.HTTPError as exc:
-                raise ProviderServerError(self.name, f"connection failed: {type(exc).__name__}", status=0, url=current) from exc
+                raise ProviderServerError(
+                    self.name, f"connection failed: {type(exc).__name__}", status=0, url=current
+                ) from exc
             try:
                 if response.is_redirect:
                     location = response.headers.get("location")
                     if not location:
-                        raise ProviderResponseError(self.name, f"HTTP {response.status_code} without Location", url=current)
+                        raise ProviderResponseError(
+                            self.name, f"HTTP {response.status_code} without Location", url=current
+                        )
                     current = urljoin(str(target.url), location)
                     continue
                 return await self._read(url, current, response, accept)
@@ -307,7 +318,9 @@ class Crawler:
         media_type = media_type or _sniff(body)
         if media_type not in accept:
             raise FetchRefusedError(self.name, "content type unknown and not recognizably text", url=final_url)
-        return RawResponse(url=url, final_url=final_url, status=status, content_type=media_type, charset=charset, body=body)
+        return RawResponse(
+            url=url, final_url=final_url, status=status, content_type=media_type, charset=charset, body=body
+        )
 
     async def _read_body(self, response: httpx.Response, url: str, *, limit: int) -> bytes:
         chunks: list[bytes] = []
@@ -335,4 +348,3 @@ class Crawler:
         if status >= 500:
             raise ProviderServerError(self.name, f"HTTP {status}", status=status, url=url)
         raise ProviderResponseError(self.name, f"HTTP {status}", url=url)
-

@@ -11,8 +11,8 @@ from typing import Literal
 from research_tool.core.errors import ProviderError
 from research_tool.models.entities import AccessFailure, SourceResult
 from research_tool.providers.fetching.crawler import Crawler, RenderMode
-from research_tool.providers.gateway import access_failure
 from research_tool.providers.fetching.open_access import fetch_open_access
+from research_tool.providers.gateway import access_failure
 from research_tool.providers.search.unpaywall import UnpaywallProvider
 
 FullTextSource = Literal["page", "open_access", "snippet"]
@@ -39,7 +39,9 @@ async def fetch_full_text(
     try:
         page = await crawler.fetch(source.url, deadline=deadline, render=render)
     except ProviderError as exc:
-        failures.append(access_failure(exc, provider=crawler.name, url=source.url, query=source.query, iteration=iteration))
+        failures.append(
+            access_failure(exc, provider=crawler.name, url=source.url, query=source.query, iteration=iteration)
+        )
     else:
         return FullTextOutcome(
             source=source.model_copy(update={"full_content": page.text}),
@@ -47,7 +49,9 @@ async def fetch_full_text(
             fetched_url=page.final_url,
         )
     if source.doi and unpaywall is not None:
-        copy = await fetch_open_access(source.doi, unpaywall=unpaywall, crawler=crawler, deadline=deadline, iteration=iteration)
+        copy = await fetch_open_access(
+            source.doi, unpaywall=unpaywall, crawler=crawler, deadline=deadline, iteration=iteration
+        )
         failures.extend(copy.failures)
         if copy.page is not None:
             return FullTextOutcome(

@@ -104,7 +104,5 @@ class UrlGuard:
         if not self._trusted(host, port):
             for address in addresses:
                 if not is_public_address(ipaddress.ip_address(address.split("%")[0])):
-                    raise FetchRefusedError(
-                        PROVIDER, f"'{host}' resolves to non-public address {address}", url=raw_url
-                    )
+                    raise FetchRefusedError(PROVIDER, f"'{host}' resolves to non-public address {address}", url=raw_url)
         return CheckedTarget(url=url, host=host, port=port, address=addresses[0])

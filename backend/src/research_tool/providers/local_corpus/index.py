@@ -53,17 +53,7 @@ _OPTIMIZE_AFTER_DOCS = 1_000
 # would match nearly every document. Words kept on purpose: negations stay out of the query too
 # (BM25 cannot use them), but single letters such as "d" (vitamin D) and digits are kept.
 STOPWORDS: frozenset[str] = frozenset(
-    """
-    a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each either else etc ever
-    every few for from further get gets got had has have having he her here hers herself him himself his
-    how i if in into is it its itself just let lets may me might more most much must my myself need
-    neither no nor not now of off on once one only or other our ours ourselves out over own per please
-    same shall she should so some such than that the their theirs them themselves then there these they
-    this those though through to too under until up upon us use used using very via was we were what
-    whats when where whether which while who whom whose why will with within without would yet you your
-    yours yourself yourselves s t ll re ve m
-    """.split()
+    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either", "else", "etc", "ever", "every", "few", "for", "from", "further", "get", "gets", "got", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "lets", "may", "me", "might", "more", "most", "much", "must", "my", "myself", "need", "neither", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "per", "please", "same", "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "though", "through", "to", "too", "under", "until", "up", "upon", "us", "use", "used", "using", "very", "via", "was", "we", "were", "what", "whats", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "would", "yet", "you", "your", "yours", "yourself", "yourselves", "s", "t", "ll", "re", "ve", "m"]
 )
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -223,7 +213,9 @@ class CorpusIndex:
                 if version not in (0, SCHEMA_VERSION):
                     # The index is a cache of the files: an old layout is rebuilt, never migrated.
                     log.info("local_index_rebuilt", db=str(self.db_path), old_version=version)
-                    conn.executescript("DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS files;")
+                    conn.executescript(
+                        "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS files;"
+                    )
                 conn.executescript(
                     f"""
                     BEGIN;
@@ -429,9 +421,7 @@ class CorpusIndex:
         """Ranked documents for free text, restricted to documents under `roots` when given."""
         return await asyncio.to_thread(self.search_sync, query, roots=roots, limit=limit)
 
-    def search_sync(
-        self, query: str, *, roots: Sequence[Path | str] | None = None, limit: int = 10
-    ) -> list[CorpusHit]:
+    def search_sync(self, query: str, *, roots: Sequence[Path | str] | None = None, limit: int = 10) -> list[CorpusHit]:
         match = build_match_query(query)
         if match is None or limit <= 0:
             return []
@@ -499,8 +489,10 @@ class CorpusIndex:
         def count() -> int:
             root_strs = [str(Path(r).expanduser().resolve()) for r in roots] if roots is not None else None
             with closing(self._connect()) as conn:
-                return self._count_docs(conn, root_strs) if root_strs is not None else int(
-                    conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+                return (
+                    self._count_docs(conn, root_strs)
+                    if root_strs is not None
+                    else int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
                 )
 
         return await asyncio.to_thread(count)

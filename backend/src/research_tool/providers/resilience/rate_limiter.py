@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-
 from typing import TYPE_CHECKING
 
 from research_tool.core.logging import get_logger

@@ -42,7 +42,7 @@ class RetryPolicy:
     jitter_s: float = 0.25
 
 
-class stop_at_deadline(stop_base):  # noqa: N801 (tenacity's naming style)
+class stop_at_deadline(stop_base):
     """Stop when the coming wait would reach the deadline."""
 
     def __init__(self, deadline: float) -> None:
@@ -53,7 +53,7 @@ class stop_at_deadline(stop_base):  # noqa: N801 (tenacity's naming style)
         return time.monotonic() + upcoming >= self.deadline
 
 
-class wait_unless_rate_limited(wait_base):  # noqa: N801
+class wait_unless_rate_limited(wait_base):
     """Backoff for timeouts and 5xx; no extra wait after a rate limit (the limiter holds the next call)."""
 
     def __init__(self, backoff: wait_base) -> None:

@@ -9,10 +9,10 @@ from lxml import etree
 
 from research_tool.core.errors import ProviderResponseError
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import arxiv_doi, arxiv_id, canonical_url, normalize_doi
 from research_tool.providers.base import SearchProvider, SourceKind
 from research_tool.providers.provider_http import raise_for_status, send, xml_root
 from research_tool.providers.snippets import plain_text
+from research_tool.providers.source_identity import arxiv_doi, arxiv_id, canonical_url, normalize_doi
 
 NS = {
     "atom": "http://www.w3.org/2005/Atom",
@@ -81,7 +81,9 @@ class ArxivProvider(SearchProvider):
         doi = normalize_doi(entry.findtext("arxiv:doi", default="", namespaces=NS))
         if not doi and paper:
             doi = arxiv_doi(paper)
-        authors = [plain_text(a.findtext("atom:name", default="", namespaces=NS)) for a in entry.findall("atom:author", NS)]
+        authors = [
+            plain_text(a.findtext("atom:name", default="", namespaces=NS)) for a in entry.findall("atom:author", NS)
+        ]
         return SourceResult(
             url=canonical_url(abs_url),
             title=plain_text(entry.findtext("atom:title", default="", namespaces=NS)) or abs_url,

@@ -6,10 +6,10 @@ from typing import Any, ClassVar
 
 from research_tool.core.errors import AccessDeniedError
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import canonical_url
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.provider_http import error_message, json_body, raise_for_status, send
 from research_tool.providers.snippets import plain_text
+from research_tool.providers.source_identity import canonical_url
 
 
 class BraveProvider(SearchProvider):
@@ -18,7 +18,6 @@ class BraveProvider(SearchProvider):
     default_base_url: ClassVar[str] = "https://api.search.brave.com"
     key_field: ClassVar[str | None] = "brave_api_key"
     key_env: ClassVar[str] = "BRAVE_API_KEY"
-
 
     async def search(
         self, query: str, max_results: int = 10, filters: dict[str, Any] | None = None

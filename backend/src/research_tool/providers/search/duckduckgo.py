@@ -23,11 +23,11 @@ from research_tool.core.errors import (
     ProviderTimeoutError,
 )
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import canonical_url
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.provider_http import rate_limited
 from research_tool.providers.resilience.rate_limiter import provider_limiter
 from research_tool.providers.snippets import plain_text
+from research_tool.providers.source_identity import canonical_url
 
 TIMEOUT_S = 15
 
@@ -48,7 +48,7 @@ class _CheckedDuckduckgo(Duckduckgo):
         super().__init__(timeout=TIMEOUT_S)
         self.search_url = search_url
 
-    def request(self, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401 (ddgs's signature)
+    def request(self, *args: Any, **kwargs: Any) -> Any:
         response = self.http_client.request(*args, **kwargs)
         if response.status_code != 200:
             raise _StatusError(response.status_code, self.search_url)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import canonical_url
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.provider_http import json_body, send
 from research_tool.providers.snippets import plain_text
+from research_tool.providers.source_identity import canonical_url
 
 TEXT_CHARS = 2000
 
@@ -19,7 +19,6 @@ class ExaProvider(SearchProvider):
     default_base_url: ClassVar[str] = "https://api.exa.ai"
     key_field: ClassVar[str | None] = "exa_api_key"
     key_env: ClassVar[str] = "EXA_API_KEY"
-
 
     async def search(
         self, query: str, max_results: int = 10, filters: dict[str, Any] | None = None
@@ -42,9 +41,7 @@ class ExaProvider(SearchProvider):
             headers={"x-api-key": self.settings.exa_api_key or ""},
         )
         body = json_body(self, response)
-        return [self._result(item, rank, query) for rank, item in enumerate(body.get("results") or [], 1)][
-            :max_results
-        ]
+        return [self._result(item, rank, query) for rank, item in enumerate(body.get("results") or [], 1)][:max_results]
 
     def _result(self, item: dict[str, Any], rank: int, query: str) -> SourceResult:
         highlights = [plain_text(h) for h in item.get("highlights") or [] if h]

@@ -20,8 +20,8 @@ from research_tool.core.errors import BadInputError, ProviderUnavailableError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
 from research_tool.models.entities import SourceResult
-from research_tool.providers.local_corpus.index import CorpusHit, CorpusIndex, IndexStats
 from research_tool.providers.base import Privacy, SearchProvider, SourceKind
+from research_tool.providers.local_corpus.index import CorpusHit, CorpusIndex, IndexStats
 
 log = get_logger(__name__)
 

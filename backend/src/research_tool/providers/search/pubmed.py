@@ -9,12 +9,14 @@ from lxml import etree
 
 from research_tool.core.errors import ProviderResponseError
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import normalize_doi
 from research_tool.providers.base import SearchProvider, SourceKind
 from research_tool.providers.provider_http import rate_limited, send, xml_root
 from research_tool.providers.snippets import plain_text
+from research_tool.providers.source_identity import normalize_doi
 
-_MONTHS = {m: i for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
+_MONTHS = {
+    m: i for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)
+}
 
 
 def _text(node: etree._Element | None) -> str:
@@ -63,7 +65,9 @@ class PubMedProvider(SearchProvider):
         """NCBI may answer a rate limit with HTTP 200 and `{"error":"API rate limit exceeded",...}`."""
         head = response.content[:512].lstrip()
         if head.startswith(b"{") and b"rate limit" in head.lower():
-            raise rate_limited(self, f"HTTP {response.status_code} with rate-limit body: {head[:120]!r}", url=str(response.request.url))
+            raise rate_limited(
+                self, f"HTTP {response.status_code} with rate-limit body: {head[:120]!r}", url=str(response.request.url)
+            )
 
     async def search(
         self, query: str, max_results: int = 10, filters: dict[str, Any] | None = None

@@ -6,10 +6,10 @@ from typing import Any, ClassVar
 
 from research_tool.core.errors import ProviderResponseError
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import arxiv_doi, canonical_url, normalize_doi
 from research_tool.providers.base import SearchProvider, SourceKind
 from research_tool.providers.provider_http import json_body, send
 from research_tool.providers.snippets import plain_text
+from research_tool.providers.source_identity import arxiv_doi, canonical_url, normalize_doi
 
 FIELDS = "title,url,abstract,authors,year,publicationDate,externalIds,venue,openAccessPdf,citationCount"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import canonical_url
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.provider_http import json_body, send
 from research_tool.providers.snippets import plain_text
+from research_tool.providers.source_identity import canonical_url
 
 
 class TavilyProvider(SearchProvider):
@@ -17,7 +17,6 @@ class TavilyProvider(SearchProvider):
     default_base_url: ClassVar[str] = "https://api.tavily.com"
     key_field: ClassVar[str | None] = "tavily_api_key"
     key_env: ClassVar[str] = "TAVILY_API_KEY"
-
 
     async def search(
         self, query: str, max_results: int = 10, filters: dict[str, Any] | None = None
@@ -37,9 +36,7 @@ class TavilyProvider(SearchProvider):
             headers={"Authorization": f"Bearer {self.settings.tavily_api_key or ''}"},
         )
         body = json_body(self, response)
-        return [self._result(item, rank, query) for rank, item in enumerate(body.get("results") or [], 1)][
-            :max_results
-        ]
+        return [self._result(item, rank, query) for rank, item in enumerate(body.get("results") or [], 1)][:max_results]
 
     def _result(self, item: dict[str, Any], rank: int, query: str) -> SourceResult:
         score = item.get("score")

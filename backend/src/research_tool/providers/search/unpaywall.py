@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict
 from research_tool.core.errors import ProviderResponseError
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import canonical_url, find_doi, normalize_doi
 from research_tool.providers.base import SearchProvider, SourceKind
 from research_tool.providers.provider_http import json_body, raise_for_status, send
+from research_tool.providers.source_identity import canonical_url, find_doi, normalize_doi
 
 log = get_logger(__name__)
 
@@ -53,7 +53,9 @@ class UnpaywallRecord(BaseModel):
     def authors(self) -> list[str]:
         names = []
         for author in self.z_authors or []:
-            name = " ".join(p for p in (author.get("given"), author.get("family")) if p) or author.get("raw_author_name")
+            name = " ".join(p for p in (author.get("given"), author.get("family")) if p) or author.get(
+                "raw_author_name"
+            )
             if name:
                 names.append(str(name))
         return names
@@ -79,7 +81,6 @@ class UnpaywallProvider(SearchProvider):
     key_field: ClassVar[str | None] = "unpaywall_email"
     key_env: ClassVar[str] = "UNPAYWALL_EMAIL"
     kind: ClassVar[SourceKind] = "academic"
-
 
     async def lookup(self, doi: str) -> UnpaywallRecord | None:
         """The record for `doi`, or None when Unpaywall does not know it (404)."""

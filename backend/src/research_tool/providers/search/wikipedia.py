@@ -8,10 +8,10 @@ from urllib.parse import quote
 from research_tool.core.errors import ProviderError, ProviderResponseError
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import SourceResult
-from research_tool.providers.source_identity import canonical_url
 from research_tool.providers.base import SearchProvider, SourceKind
 from research_tool.providers.provider_http import json_body, rate_limited, send
 from research_tool.providers.snippets import plain_text
+from research_tool.providers.source_identity import canonical_url
 
 log = get_logger(__name__)
 
@@ -58,7 +58,11 @@ class WikipediaProvider(SearchProvider):
         for rank, hit in enumerate(hits, 1):
             page = pages.get(hit.get("pageid"), {})
             title = hit.get("title", "")
-            url = page.get("canonicalurl") or page.get("fullurl") or f"{self.base_url}/wiki/{quote(title.replace(' ', '_'))}"
+            url = (
+                page.get("canonicalurl")
+                or page.get("fullurl")
+                or f"{self.base_url}/wiki/{quote(title.replace(' ', '_'))}"
+            )
             extract = (page.get("extract") or "").strip()
             results.append(
                 SourceResult(
