@@ -17,6 +17,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from research_tool import __version__
 from research_tool.api.body_size import BodySizeLimitMiddleware
 from research_tool.api.errors import install_error_handlers
+from research_tool.api.host_guard import HostGuardMiddleware, parse_allowed_hosts
 from research_tool.api.metrics import ApiMetrics
 from research_tool.api.routes.research import protected, public, research
 from research_tool.api.websocket.progress_ws import progress
@@ -78,4 +79,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
             expose_headers=["Location", "X-Session-Id"],
         )
+    # Outermost: a request for a host this server is not (DNS rebinding) is refused before anything runs.
+    app.add_middleware(
+        HostGuardMiddleware, allowed_hosts=parse_allowed_hosts(settings.allowed_hosts), cors_origins=origins
+    )
     return app

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     clarify_timeout_s: float = Field(default=600.0, gt=0)
     api_token: str | None = None
     cors_origins: str = ""
+    # Host names the server answers to besides localhost and its bound address (DNS-rebinding guard):
+    # comma-separated, `*.example.org` wildcards, `*` for any (behind a proxy that checks Host).
+    allowed_hosts: str = ""
     max_request_bytes: int = 64 * 1024
     run_timeout_s: float = Field(default=600.0, gt=0)
     # Processes for the engines' CPU-bound text work in the server (0: threads of the server process).
