@@ -400,10 +400,10 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.api.server import run_server
 
-    uvicorn.run("research_tool.api.app:create_app", factory=True, host=args.host, port=args.port, workers=1)
+    run_server(settings, args.host, args.port)
     return EXIT_OK
 
 
@@ -428,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     configure_logging(settings.log_format, os.environ.get("RESEARCH_LOG_LEVEL", "WARNING"))
     if args.command == "serve":
-        return cmd_serve(args)
+        return cmd_serve(args, settings)
     try:
         return asyncio.run(COMMANDS[args.command](args, settings))
     except KeyboardInterrupt:
