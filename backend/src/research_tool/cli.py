@@ -59,6 +59,14 @@ def validation_message(exc: ValidationError) -> str:
 # --- argument parsing ---------------------------------------------------------------------------
 
 
+def session_id_arg(value: str) -> str:
+    from research_tool.models.sessions import is_valid_session_id
+
+    if not is_valid_session_id(value):
+        raise argparse.ArgumentTypeError(f"invalid session id {value[:80]!r}: use letters, digits, '-' and '_'")
+    return value
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="research-tool", description="Self-hosted deep research with cited reports.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -75,10 +83,10 @@ def build_parser() -> OneLineParser:
     run.add_argument("--no-clarify", action="store_true")
     run.add_argument("--no-fetch", action="store_true")
     run.add_argument("--max-time", type=float, metavar="S")
-    run.add_argument("--session-id")
+    run.add_argument("--session-id", type=session_id_arg)
 
     resume = sub.add_parser("resume", help="resume an interrupted session")
-    resume.add_argument("session_id")
+    resume.add_argument("session_id", type=session_id_arg)
     resume.add_argument("--format", choices=FORMATS, default="md")
     resume.add_argument("--out", type=Path)
 
@@ -87,7 +95,7 @@ def build_parser() -> OneLineParser:
     sessions.add_argument("--limit", type=int, default=50)
 
     show = sub.add_parser("show", help="print a finished session's report")
-    show.add_argument("session_id")
+    show.add_argument("session_id", type=session_id_arg)
     show.add_argument("--format", choices=FORMATS, default="md")
 
     search = sub.add_parser("search", help="query one provider and print normalized results")
