@@ -409,7 +409,7 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.api.server import run_server
+    from research_tool.runtime.http_server import run_server
 
     run_server(settings, args.host, args.port)
     return EXIT_OK

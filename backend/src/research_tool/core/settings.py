@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     # comma-separated, `*.example.org` wildcards, `*` for any (behind a proxy that checks Host).
     allowed_hosts: str = ""
     # Slow and numerous clients: request headers must arrive within this many seconds of the connection
-    # (or of the previous response); connections over the limit are closed at once (api/server.py).
+    # (or of the previous response); connections over the limit are closed at once (runtime/http_server.py).
     header_timeout_s: float = Field(default=10.0, gt=0, le=600)
     max_connections: int = Field(default=500, ge=1, le=100_000)
     max_request_bytes: int = 64 * 1024
