@@ -146,10 +146,15 @@ def request_from_args(args: argparse.Namespace) -> ResearchRequest:
 
 
 def render_event(event: Any) -> None:
-    phase = f"[cyan]{event.phase:<10}[/]" if event.phase else " " * 10
+    # The message carries source titles: rich Text (never markup), control characters dropped.
+    from rich.text import Text
+
+    from research_tool.reporting.text import one_line
+
+    phase = f"{one_line(event.phase):<10}" if event.phase else " " * 10
     style = {"provider_error": "yellow", "session_failed": "red", "session_completed": "green"}.get(event.type, "")
-    message = f"[{style}]{event.message}[/]" if style else event.message
-    stderr.print(f"[dim]{event.seq:>4}[/] {phase} {message}", markup=True, highlight=False)
+    line = Text.assemble((f"{event.seq:>4}", "dim"), " ", (phase, "cyan"), " ", (one_line(event.message), style))
+    stderr.print(line, highlight=False)
 
 
 async def follow_progress(services: Any, session_id: str, after: int, interactive: bool) -> None:
@@ -167,7 +172,7 @@ async def follow_progress(services: Any, session_id: str, after: int, interactiv
 async def ask_questions(questions: list[str]) -> list[str]:
     answers: list[str] = []
     for question in questions:
-        stderr.print(f"[bold]? {question}[/]")
+        stderr.print(f"? {question}", style="bold", markup=False)
         answer = await asyncio.to_thread(sys.stdin.readline)
         answers.append(answer.strip())
     return [a for a in answers if a]
@@ -209,7 +214,7 @@ async def drive_session(services: Any, session_id: str, fmt: str, out: Path | No
                 progress.cancel()
     record = await services.store.get(session_id)
     if record.status != "completed":
-        stderr.print(f"[red]Session {session_id} {record.status}: {record.error or ''}[/]")
+        stderr.print(f"Session {session_id} {record.status}: {record.error or ''}", style="red", markup=False)
         return EXIT_FAILED
     emit_output(render_report(await runner.report(session_id), fmt), out)
     stderr.print(f"Session {session_id} completed (stop reason: {record.stop_reason}).")

@@ -1,0 +1,30 @@
+"""Source text in the CLI's progress lines is printed as text (issue 10 items 2 and 7): rich markup in a
+title neither styles nor crashes the display (`[/bold]` raised MarkupError), and terminal control
+characters (ESC sequences, BEL, NUL) never reach the terminal."""
+
+from __future__ import annotations
+
+import pytest
+
+from research_tool.cli import render_event
+from research_tool.models.events import Event
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["Durian facts [/bold]", "[red]not red[/red]", "[link=http://evil.example]click[/link]", "a [/] b"],
+)
+def test_progress_line_prints_a_source_title_verbatim(title: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for event_type in ("source_found", "provider_error", "session_completed"):
+        render_event(Event(seq=7, session_id="s1", ts="t", type=event_type, phase="collect", message=f"Found: {title}"))
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3
+    assert all(line.endswith(f"Found: {title}") for line in lines), lines
+
+
+def test_progress_line_drops_terminal_control_characters(capsys: pytest.CaptureFixture[str]) -> None:
+    message = "Found: \x1b[2J\x1b]0;owned\x07title\x00 end"
+    render_event(Event(seq=1, session_id="s1", ts="t", type="source_found", phase=None, message=message))
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\x00" not in err
+    assert "title end" in err.replace("[2J]0;owned", "")
