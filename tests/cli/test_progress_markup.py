@@ -4,9 +4,11 @@ characters (ESC sequences, BEL, NUL) never reach the terminal."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from research_tool.cli import render_event
+from research_tool.cli import main, render_event
 from research_tool.models.events import Event
 
 
@@ -28,3 +30,16 @@ def test_progress_line_drops_terminal_control_characters(capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\x00" not in err
     assert "title end" in err.replace("[2J]0;owned", "")
+
+
+def test_search_table_prints_a_markup_title_verbatim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RESEARCH_DATA_DIR", str(tmp_path / "data"))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "durian.md").write_text("# Durian facts [/bold]\n\nThe durian is a spiky fruit.\n", encoding="utf-8")
+    code = main(["search", "durian", "--provider", "local", "--corpus", str(corpus)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Durian facts [/bold]" in captured.out

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from research_tool.core.errors import BadInputError, ResearchToolError, SessionNotFoundError, SessionStateError
 from research_tool.core.logging import configure_logging
@@ -145,10 +146,15 @@ def request_from_args(args: argparse.Namespace) -> ResearchRequest:
 # --- progress and output ------------------------------------------------------------------------
 
 
+def plain(text: str) -> Text:
+    """Untrusted text for a rich table or line: no markup, no control characters."""
+    from research_tool.reporting.text import one_line
+
+    return Text(one_line(text))
+
+
 def render_event(event: Any) -> None:
     # The message carries source titles: rich Text (never markup), control characters dropped.
-    from rich.text import Text
-
     from research_tool.reporting.text import one_line
 
     phase = f"{one_line(event.phase):<10}" if event.phase else " " * 10
@@ -273,7 +279,7 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     table = Table("session", "status", "stop reason", "created", "question")
     for r in records:
-        table.add_row(r.id, r.status, r.stop_reason or "", r.created_at[:19], r.query[:60])
+        table.add_row(*(plain(c) for c in (r.id, r.status, r.stop_reason or "", r.created_at[:19], r.query[:60])))
     Console().print(table)
     return EXIT_OK
 
@@ -354,7 +360,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 def print_results_table(results: list[dict[str, Any]]) -> None:
     table = Table("#", "title", "url", "date")
     for i, r in enumerate(results, start=1):
-        table.add_row(str(i), (r["title"] or "")[:70], r["url"][:80], r.get("published_date") or "")
+        cells = [str(i), (r["title"] or "")[:70], r["url"][:80], r.get("published_date") or ""]
+        table.add_row(*(plain(cell) for cell in cells))  # source text: never rich markup
     Console().print(table)
 
 
