@@ -101,3 +101,39 @@ async def test_slow_header_clients_are_cut_off_and_the_server_recovers(server_ur
     assert HEADER_TIMEOUT_S * 0.9 <= closed_after[-1] <= BOUND_S
     async with httpx.AsyncClient(trust_env=False) as client:
         assert (await client.get(f"{server_url}/healthz", timeout=5)).status_code == 200
+
+
+@pytest.mark.slow
+async def test_oversized_headers_are_cut_off_and_the_server_recovers(server_url: str) -> None:
+    port = int(server_url.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+
+    async def read_reply() -> bytes:
+        try:
+            return await reader.read(200)
+        except ConnectionError:
+            return b""  # reset before the reply could be read: the server cut us off all the same
+
+    reply_task = asyncio.create_task(read_reply())
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    line = b"X-Big: " + b"a" * 8000 + b"\r\n"
+    sent = 0
+    try:
+        for _ in range(500):  # 4 MB of headers: httptools alone buffered them all and answered 200
+            if reply_task.done():
+                break
+            writer.write(line)
+            await writer.drain()
+            sent += len(line)
+        else:
+            writer.write(b"\r\n")
+            await writer.drain()
+    except ConnectionError:
+        pass
+    reply = await asyncio.wait_for(reply_task, timeout=10)
+    writer.close()
+    assert sent < 2_000_000, "the server read megabytes of headers"
+    assert reply == b"" or reply.startswith(b"HTTP/1.1 431"), reply[:100]
+    async with httpx.AsyncClient(trust_env=False) as client:
+        response = await client.get(f"{server_url}/healthz", headers={"X-Fine": "b" * 8000}, timeout=5)
+        assert response.status_code == 200

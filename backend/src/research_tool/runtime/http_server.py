@@ -6,9 +6,10 @@ What uvicorn offers and what it does not:
   opens a connection and never finishes its request headers: uvicorn arms no timer before the first
   request, and every byte received cancels the keep-alive timer, so 1,100 such clients held every
   file descriptor of a `ulimit -n 1024` server for as long as they liked.
-- So the HTTP protocol here is uvicorn's httptools protocol plus two bounds: the request line and
+- So the HTTP protocol here is uvicorn's httptools protocol plus three bounds: the request line and
   headers must be complete within `RESEARCH_HEADER_TIMEOUT_S` of the connection opening (or of the
-  previous response on a keep-alive connection), or the connection is closed; and a connection over
+  previous response on a keep-alive connection), or the connection is closed; they may not exceed
+  MAX_HEAD_BYTES (httptools buffers any amount: 431); and a connection over
   `RESEARCH_MAX_CONNECTIONS` is closed as soon as it is accepted, so the process always keeps file
   descriptors for its databases and outgoing requests. `limit_concurrency` is set to the same number.
 
@@ -34,13 +35,27 @@ APP_FACTORY = "research_tool.api.app:create_app"
 KEEP_ALIVE_S = 5
 
 
+# A request's line and headers (plus whatever body bytes share their reads) may not exceed this. httptools
+# sets no limit: 16 MB of headers were buffered and answered. asyncio reads at most 256 KiB at a time, so a
+# request whose headers fit in one read is never refused for the body bytes that came with them.
+MAX_HEAD_BYTES = 256 * 1024
+_TOO_LARGE_BODY = (
+    b'{"error": {"type": "headers_too_large", "message": "request headers too large", "retryable": false}}'
+)
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"content-length: %d\r\n\r\n%s" % (len(_TOO_LARGE_BODY), _TOO_LARGE_BODY)
+)
+
+
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a header-read deadline and a connection cap."""
+    """uvicorn's httptools protocol with a header-read deadline, a header size limit and a connection cap."""
 
     header_timeout_s: ClassVar[float] = 10.0
     max_connections: ClassVar[int] = 500
 
     _header_deadline: asyncio.TimerHandle | None = None
+    _head_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -54,6 +69,17 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_header_deadline()
         super().connection_lost(exc)
 
+    def data_received(self, data: bytes) -> None:
+        if self._header_deadline is not None:  # still reading a request's line and headers
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._cancel_header_deadline()
+                log.info("connection_closed_headers_too_large", client=str(self.client), bytes=self._head_bytes)
+                self.transport.write(_TOO_LARGE)
+                self.transport.close()
+                return
+        super().data_received(data)
+
     def on_headers_complete(self) -> None:
         self._cancel_header_deadline()
         super().on_headers_complete()
@@ -66,6 +92,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def _arm_header_deadline(self) -> None:
         self._cancel_header_deadline()
+        self._head_bytes = 0
         self._header_deadline = self.loop.call_later(self.header_timeout_s, self._header_deadline_passed)
 
     def _cancel_header_deadline(self) -> None:
