@@ -8,6 +8,7 @@ a model can fill.
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import pytest
@@ -132,6 +133,31 @@ def test_md_escape_shows_exactly_the_source_text(raw: str, shown: str) -> None:
     import html as html_lib
 
     assert html_lib.unescape(inner) == shown
+
+
+PIECES = [*"\\`*_[]()<>!&#;:/.-+=~|\"' ab1209x", "http://", "www.", "&amp;", "&#60;", "<!--", "-->", "```", "1."]
+INERT_TOKENS = {
+    "paragraph_open", "paragraph_close", "inline", "text", "softbreak", "bullet_list_open", "bullet_list_close",
+    "list_item_open", "list_item_close", "ordered_list_open", "ordered_list_close", "heading_open",
+    "heading_close", "strong_open", "strong_close",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("prefix", "suffix"), [("", ""), ("- ", ""), ("1. ", ""), ("# ", ""), ("**", "**")])
+def test_random_punctuation_round_trips_as_text(prefix: str, suffix: str) -> None:
+    """Wherever an escaped string stands (a paragraph, a list item, a heading, bold), CommonMark shows
+    exactly its text and builds no other element from it."""
+    rng = random.Random(7)
+    renderer = MarkdownIt("commonmark")
+    for _ in range(1500):
+        raw = re.sub(r"\s+", " ", "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 14)))).strip()
+        if not raw:
+            continue
+        for markers in (False, True):
+            tokens = walk(renderer.parse(prefix + md_escape(raw, markers=markers) + suffix))
+            assert {t.type for t in tokens} <= INERT_TOKENS, raw
+            shown = "".join(t.content for t in tokens if t.type == "text")
+            assert shown.strip() == raw, (raw, shown)
 
 
 def test_html_and_json_drop_control_characters() -> None:

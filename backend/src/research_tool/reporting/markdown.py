@@ -2,10 +2,10 @@
 
 `md_escape` backslash-escapes every character that could start markup where it stands: always the
 backslash, backtick, `*`, `<`, `[`, `]`, `~`, and `!` before `[`; `_` unless it sits inside a word;
-`&` that would start an entity; and at the start of a block the characters that open headings,
-quotes, lists and setext underlines (`#`, `>`, `+`, `-`, `=`, `1.`, `1)`). So a source holding
-`\\<img src=x onerror=...>` or `![p](http://...)` shows those characters and nothing else. Only links
-the report itself makes (a source's http(s)/file url, its doi) are links.
+`&` that would start an entity; a trailing ` #` (it would close a heading); and at the start of a
+block the characters that open headings, quotes, lists and setext underlines (`#`, `>`, `+`, `-`, `=`,
+`1.`, `1)`). So a source holding `\\<img src=x onerror=...>` or `![p](http://...)` shows those characters
+and nothing else. Only links the report itself makes (a source's http(s)/file url, its doi) are links.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]
 _BLOCK_OPENER = re.compile(r"^( *)([#>+=-])")
 _ORDERED_OPENER = re.compile(r"^( *\d{1,9})([.)])(?=\s|$)")
 _WHITESPACE = re.compile(r"\s+")
+_CLOSING_HASHES = re.compile(r"(?<= )(#+)( *)$")  # would close an ATX heading and vanish
 _DESTINATION_UNSAFE = frozenset(" ()<>\\`\"'")
 
 
@@ -64,6 +65,7 @@ def md_escape(text: str, *, markers: bool = False) -> str:
             out.append(ch)
         i += 1
     escaped = "".join(out)
+    escaped = _CLOSING_HASHES.sub(r"\\\1\2", escaped)
     escaped = _ORDERED_OPENER.sub(r"\1\\\2", escaped)
     return _BLOCK_OPENER.sub(r"\1\\\2", escaped)
 
