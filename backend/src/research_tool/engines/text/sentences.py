@@ -9,14 +9,86 @@ are skipped; blank lines, headings and list items always end a sentence.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 ABBREVIATIONS: frozenset[str] = frozenset(
-    ["mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "ft", "vs", "e.g", "i.e", "eg", "ie", "inc", "ltd", "co", "corp", "no", "nos", "fig", "figs", "al", "approx", "dept", "est", "gen", "gov", "lt", "col", "sgt", "capt", "rev", "op", "cf", "ed", "eds", "vol", "vols", "pp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "u.n", "a.m", "p.m", "ph.d", "b.c", "a.d", "d.c", "n.y", "l.a", "ca", "c", "ibid", "viz"]
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "sr",
+        "jr",
+        "st",
+        "mt",
+        "ft",
+        "vs",
+        "e.g",
+        "i.e",
+        "eg",
+        "ie",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "no",
+        "nos",
+        "fig",
+        "figs",
+        "al",
+        "approx",
+        "dept",
+        "est",
+        "gen",
+        "gov",
+        "lt",
+        "col",
+        "sgt",
+        "capt",
+        "rev",
+        "op",
+        "cf",
+        "ed",
+        "eds",
+        "vol",
+        "vols",
+        "pp",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "u.s",
+        "u.k",
+        "u.n",
+        "a.m",
+        "p.m",
+        "ph.d",
+        "b.c",
+        "a.d",
+        "d.c",
+        "n.y",
+        "l.a",
+        "ca",
+        "c",
+        "ibid",
+        "viz",
+    ]
 )
 
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.DOTALL)
-_PROTECTED_RE = re.compile(r"`[^`\n]+`|https?://\S*[^\s.,;:!?)\]]|\b[\w.+-]+@[\w-]+\.[\w.]*\w")
+# The e-mail branch starts only where a token starts and its local part is bounded, so a long dotted token
+# without "@" costs one pass, not one pass per word boundary inside it.
+_PROTECTED_RE = re.compile(r"`[^`\n]+`|https?://\S*[^\s.,;:!?)\]]|(?<![\w.+-])[\w.+-]{1,64}@[\w-]+\.[\w.]*\w")
 _BOUNDARY_RE = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
 _NEXT_START_RE = re.compile(r"\s+[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ]")
 _BULLET_RE = re.compile(r"^[ \t]*(?:[-*•+]|\d{1,3}[.)])[ \t]+")
@@ -28,6 +100,7 @@ _SIGNATURE_RE = re.compile(r"^[ \t]*(?:class[ \t]+|def[ \t]+)?[\w.]+\(.*\)(?:[ \
 _GUTTER_PREFIX_RE = re.compile(r"^[ \t]*\|(?:[ \t]|$)")
 _HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]|[=\-~^]{3,}[ \t]*$)")
 _GUTTER_RE = re.compile(r"^[ \t]*\|?[ \t]*$")
+_MAX_ABBREVIATION_CHARS = 24  # longer than "Ph.D", "e.g" or a chain of initials ("J.R.R") ever is
 
 
 @dataclass(frozen=True)
@@ -58,12 +131,15 @@ def sentence_texts(text: str) -> list[str]:
 def _blocks(text: str) -> list[tuple[int, int]]:
     """Paragraph-like blocks: split at blank lines, headings, underlines and list items; code fences removed."""
     fenced = [(m.start(), m.end()) for m in _FENCE_RE.finditer(text)]
+    fence = 0  # the first fence that does not end before the current line (lines come in order)
     blocks: list[tuple[int, int]] = []
     current_start: int | None = None
     pos = 0
     for line in text.splitlines(keepends=True):
         line_start, pos = pos, pos + len(line)
-        in_fence = any(a <= line_start < b for a, b in fenced)
+        while fence < len(fenced) and fenced[fence][1] <= line_start:
+            fence += 1
+        in_fence = fence < len(fenced) and fenced[fence][0] <= line_start
         body = _GUTTER_PREFIX_RE.sub("", line.rstrip("\r\n"))
         if in_fence or _GUTTER_RE.match(body) or _HEADING_RE.match(body):
             if current_start is not None:
@@ -101,12 +177,14 @@ def _is_title_line(line: str) -> bool:
 
 def _split_block(text: str, start: int, end: int) -> list[tuple[int, int]]:
     block = text[start:end]
-    protected = [(m.start(), m.end()) for m in _PROTECTED_RE.finditer(block)]
+    protected = [(m.start(), m.end()) for m in _PROTECTED_RE.finditer(block)]  # in order, never overlapping
+    protected_ends = [b for _, b in protected]
     spans: list[tuple[int, int]] = []
     sentence_start = 0
     for match in _BOUNDARY_RE.finditer(block):
         cut = match.end()
-        if any(a < cut <= b for a, b in protected):
+        inside = bisect_left(protected_ends, cut)  # the first protected span ending at or after the cut
+        if inside < len(protected) and protected[inside][0] < cut:
             continue
         if not _NEXT_START_RE.match(block, cut):
             continue
@@ -118,21 +196,27 @@ def _split_block(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans
 
 
+def _token_before(block: str, end: int) -> str:
+    """The run of word characters and dots that ends at `end`, read backwards and at most
+    `_MAX_ABBREVIATION_CHARS + 1` long: the cost per full stop is constant, never the text before it."""
+    start = end
+    limit = max(0, end - _MAX_ABBREVIATION_CHARS - 1)
+    while start > limit and (block[start - 1] == "." or block[start - 1].isalnum() or block[start - 1] == "_"):
+        start -= 1
+    return block[start:end]
+
+
 def _ends_with_abbreviation(block: str, dot_index: int) -> bool:
     """True when the '.' at dot_index closes an abbreviation, an initial or a number, not a sentence."""
-    head = block[:dot_index]
-    token_match = re.search(r"([\w.]+)$", head)
-    if not token_match:
-        return False
-    token = token_match.group(1)
+    token = _token_before(block, dot_index)
+    if not token or len(token) > _MAX_ABBREVIATION_CHARS:
+        return False  # no token, or one longer than any abbreviation or chain of initials
     bare = token.casefold().strip(".")
     if bare in ABBREVIATIONS:
         return True
     if len(token) == 1 and token.isupper():
         return True  # an initial: "J. Smith"
-    if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", token):
-        return True  # "U.S", "e.g", "Ph.D"
-    return False
+    return re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", token) is not None  # "U.S", "e.g", "Ph.D"
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
