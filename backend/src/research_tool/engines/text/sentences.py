@@ -116,7 +116,7 @@ def split_sentences(text: str) -> list[Sentence]:
     spans: list[tuple[int, int]] = []
     for block_start, block_end in _blocks(text):
         spans.extend(_split_block(text, block_start, block_end))
-    sentences = []
+    sentences: list[Sentence] = []
     for start, end in spans:
         start, end = _trim(text, start, end)
         if end - start >= 2:
