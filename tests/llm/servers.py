@@ -91,6 +91,7 @@ class RecordedRequest:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     reply: Reply | None = None  # the scripted reply it got (its pacing is read by the HTTP handler)
+    received: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic)
 
     def _texts(self, role: str) -> list[str]:
         texts = []

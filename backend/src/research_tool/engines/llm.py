@@ -311,7 +311,8 @@ class LLMEngine(ReasoningEngine):
         except TimeoutError:
             if not bound.expired():
                 raise
-            self._transport_failures += 1
+            if not by_deadline:
+                self._transport_failures += 1  # the server is slow; the session's time running out says nothing
             reason = REASON_DEADLINE if by_deadline else REASON_TIMEOUT
             limit = "the session's time ran out" if by_deadline else f"no whole answer within {timeout:.0f} s"
             log.warning("llm_call_cancelled", step=step, model=self.model, attempt=attempt, reason=reason)
@@ -326,6 +327,10 @@ class LLMEngine(ReasoningEngine):
 
     async def _ask(self, prompt: RenderedPrompt, schema: type[M], convert: Callable[[M], T]) -> _Outcome[T]:
         step = prompt.step
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return _Outcome(
+                None, 0, _error(REASON_DEADLINE, f"{step}: not sent: the session's time is up", retryable=False)
+            )
         if self._transport_failures >= self._limits.unavailable_after:
             return _Outcome(
                 None,

@@ -86,11 +86,17 @@ ABBREVIATIONS: frozenset[str] = frozenset(
 )
 
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.DOTALL)
-# The e-mail branch starts only where a token starts and its local part is bounded, so a long dotted token
-# without "@" costs one pass, not one pass per word boundary inside it.
-_PROTECTED_RE = re.compile(r"`[^`\n]+`|https?://\S*[^\s.,;:!?)\]]|(?<![\w.+-])[\w.+-]{1,64}@[\w-]+\.[\w.]*\w")
-_BOUNDARY_RE = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
-_NEXT_START_RE = re.compile(r"\s+[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ]")
+# Spans a full stop inside never ends a sentence: inline code, URLs, e-mail addresses. Each pattern runs only
+# when its marker occurs in the block; the e-mail pattern starts only where a token starts and bounds the
+# local part, so a long dotted token costs one pass, not one per word boundary inside it.
+_PROTECTED_PATTERNS = (
+    ("`", re.compile(r"`[^`\n]+`")),
+    ("://", re.compile(r"https?://\S*[^\s.,;:!?)\]]")),
+    ("@", re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+\.[\w.]*\w")),
+)
+# A full stop (or ! ?), closing quotes or brackets, then space and a capital, digit or opening quote: a
+# candidate sentence end, found in one regex pass (the next-start check is the lookahead).
+_BOUNDARY_RE = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])")
 _BULLET_RE = re.compile(r"^[ \t]*(?:[-*•+]|\d{1,3}[.)])[ \t]+")
 _BULLET_AT_RE = re.compile(r"(?:[-*•+]|\d{1,3}[.)])[ \t]+")
 # "name: text" definition items (pydoc's "run(...): Runs a command") start a new block
@@ -101,6 +107,7 @@ _GUTTER_PREFIX_RE = re.compile(r"^[ \t]*\|(?:[ \t]|$)")
 _HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]|[=\-~^]{3,}[ \t]*$)")
 _GUTTER_RE = re.compile(r"^[ \t]*\|?[ \t]*$")
 _MAX_ABBREVIATION_CHARS = 24  # longer than "Ph.D", "e.g" or a chain of initials ("J.R.R") ever is
+_TOKEN_TAIL_RE = re.compile(r"[\w.]+$")
 
 
 @dataclass(frozen=True)
@@ -177,17 +184,16 @@ def _is_title_line(line: str) -> bool:
 
 def _split_block(text: str, start: int, end: int) -> list[tuple[int, int]]:
     block = text[start:end]
-    protected = [(m.start(), m.end()) for m in _PROTECTED_RE.finditer(block)]  # in order, never overlapping
+    protected = _protected_spans(block)
     protected_ends = [b for _, b in protected]
     spans: list[tuple[int, int]] = []
     sentence_start = 0
     for match in _BOUNDARY_RE.finditer(block):
         cut = match.end()
-        inside = bisect_left(protected_ends, cut)  # the first protected span ending at or after the cut
-        if inside < len(protected) and protected[inside][0] < cut:
-            continue
-        if not _NEXT_START_RE.match(block, cut):
-            continue
+        if protected:
+            inside = bisect_left(protected_ends, cut)  # the first protected span ending at or after the cut
+            if inside < len(protected) and protected[inside][0] < cut:
+                continue
         if match.group(0)[0] == "." and _ends_with_abbreviation(block, match.start()):
             continue
         spans.append((start + sentence_start, start + cut))
@@ -196,14 +202,28 @@ def _split_block(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans
 
 
+def _protected_spans(block: str) -> list[tuple[int, int]]:
+    """Code, URL and e-mail spans of the block, sorted and merged where they overlap."""
+    spans = sorted(
+        (m.start(), m.end())
+        for marker, pattern in _PROTECTED_PATTERNS
+        if marker in block
+        for m in pattern.finditer(block)
+    )
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and a < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
 def _token_before(block: str, end: int) -> str:
-    """The run of word characters and dots that ends at `end`, read backwards and at most
-    `_MAX_ABBREVIATION_CHARS + 1` long: the cost per full stop is constant, never the text before it."""
-    start = end
-    limit = max(0, end - _MAX_ABBREVIATION_CHARS - 1)
-    while start > limit and (block[start - 1] == "." or block[start - 1].isalnum() or block[start - 1] == "_"):
-        start -= 1
-    return block[start:end]
+    """The run of word characters and dots that ends at `end`, looked for in the `_MAX_ABBREVIATION_CHARS + 1`
+    characters before it only: the cost per full stop is constant, never the text before it."""
+    found = _TOKEN_TAIL_RE.search(block, max(0, end - _MAX_ABBREVIATION_CHARS - 1), end)
+    return found.group(0) if found else ""
 
 
 def _ends_with_abbreviation(block: str, dot_index: int) -> bool:

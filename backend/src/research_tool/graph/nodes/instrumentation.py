@@ -35,6 +35,11 @@ PHASE_LABELS: dict[str, str] = {
 }
 
 
+PRE_SEARCH_PHASES = frozenset({"clarify", "plan"})
+SEARCH_RESERVE_FRACTION = 0.25  # of the time limit, kept for the first search when the model runs late
+SEARCH_RESERVE_MAX_S = 30.0
+
+
 def phase(name: str) -> Callable[[NodeFn], NodeFn]:
     label = PHASE_LABELS[name]
 
@@ -64,10 +69,15 @@ def phase(name: str) -> Callable[[NodeFn], NodeFn]:
 
 
 def bind_engine(state: ResearchState, ctx: ResearchContext, phase_name: str, now: float) -> None:
-    """Bound the node's model calls by the session's time and tokens left; report its fallbacks as events."""
+    """Bound the node's model calls by the session's time and tokens left; report its fallbacks as events.
+    Before the first search, the model must leave a share of the time limit to it: a model that hangs in
+    clarify or plan never leaves a session without sources."""
     tier = state.get("tier") or (state.get("request") or {}).get("tier") or "standard"
     limits = resolve_limits(tier, state.get("request") or {}, ctx.settings)
-    deadline = now + max(0.0, limits.max_execution_time_s - elapsed_total(state))
+    remaining = limits.max_execution_time_s - elapsed_total(state)
+    if not state.get("provider_calls") and phase_name in PRE_SEARCH_PHASES:
+        remaining -= min(SEARCH_RESERVE_FRACTION * limits.max_execution_time_s, SEARCH_RESERVE_MAX_S)
+    deadline = now + max(0.0, remaining)
     tokens_left = limits.token_budget - tokens_total(state)
 
     async def on_fallback(notice: FallbackNotice) -> None:
