@@ -21,6 +21,7 @@ from research_tool.engines.base import (
 from research_tool.engines.factory import MAX_ANSWER_TOKENS, create_engine
 from research_tool.engines.llm import LLMEngine
 from research_tool.engines.offline import OfflineEngine
+from research_tool.graph.decisions.citations import check_citations
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import Evidence, Fact, SourceResult
 
@@ -287,3 +288,30 @@ async def test_the_offline_engine_never_extracts_or_answers_with_injected_instru
     )
     texts = [draft.value.answer, *(f.statement for f in draft.value.findings)]
     assert not [t for t in texts if "instructions" in t or "ASSISTANT" in t]
+
+
+async def test_a_claim_that_flips_its_source_is_not_supported_by_the_default_check(bench: tuple[str, Bench]) -> None:
+    kind, b = bench
+    source = SourceResult(
+        url="https://example.org/round-dance",
+        title="The round dance",
+        source_name="local",
+        full_content="Bees perform the round dance for food close to the hive. "
+        "The round dance gives little information about its direction.",
+    )
+    flipped = "The round dance gives precise information about the direction [1]."
+    kept = "Bees perform the round dance for food close to the hive [1]."
+    b.server.script("synthesize", json.dumps({"answer": f"{kept} {flipped}", "findings": [], "gaps": []}))
+    engine = b.engine(kind)
+    try:
+        draft = await engine.synthesize(
+            SynthesisInput(
+                query="What does the round dance tell?", sources=[NumberedSource(n=1, source=source)], facts=[]
+            )
+        )
+    finally:
+        await engine.aclose()
+
+    checked = check_citations(draft.value, [NumberedSource(n=1, source=source)])
+    assert checked.draft.answer == kept
+    assert checked.removed_unsupported == 1
