@@ -278,10 +278,13 @@ class LLMEngine(ReasoningEngine):
         self._on_fallback = on_fallback
 
     def _refusal(self, step: str, messages: list[BaseMessage]) -> tuple[ErrorResponse | None, int]:
-        """Why this call must not be sent (session deadline passed, token budget short), and the tokens to
-        reserve for it when it may."""
+        """Why this call must not be sent (the session's time is up, the server failed too often in a row, the
+        token budget left is short), and the tokens to reserve for it when it may."""
         if self._deadline is not None and time.monotonic() >= self._deadline:
             return _error(REASON_DEADLINE, f"{step}: not sent: the session's time is up", retryable=False), 0
+        if self._transport_failures >= self._limits.unavailable_after:
+            message = f"{step}: not sent: the model server failed {self._transport_failures} times in a row"
+            return _error(REASON_UNAVAILABLE, message, retryable=True), 0
         needed = estimate_text_tokens("".join(m.text for m in messages)) + self._limits.max_answer_tokens
         if self._token_ceiling is not None:
             left = self._token_ceiling - self._tokens_used - self._reserved
@@ -327,20 +330,6 @@ class LLMEngine(ReasoningEngine):
 
     async def _ask(self, prompt: RenderedPrompt, schema: type[M], convert: Callable[[M], T]) -> _Outcome[T]:
         step = prompt.step
-        if self._deadline is not None and time.monotonic() >= self._deadline:
-            return _Outcome(
-                None, 0, _error(REASON_DEADLINE, f"{step}: not sent: the session's time is up", retryable=False)
-            )
-        if self._transport_failures >= self._limits.unavailable_after:
-            return _Outcome(
-                None,
-                0,
-                _error(
-                    REASON_UNAVAILABLE,
-                    f"{step}: not sent: the model server failed {self._transport_failures} times in a row",
-                    retryable=True,
-                ),
-            )
         messages: list[BaseMessage] = [SystemMessage(content=prompt.system), HumanMessage(content=prompt.user)]
         tokens = 0
         problem = ""
