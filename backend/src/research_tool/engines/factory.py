@@ -30,7 +30,7 @@ from research_tool.core.errors import BadInputError, EngineUnavailableError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
 from research_tool.engines.base import ReasoningEngine
-from research_tool.engines.llm import LLMEngine, LLMLimits
+from research_tool.engines.llm import Closer, LLMEngine, LLMLimits
 from research_tool.engines.preflight import ollama_preflight, openai_preflight
 
 log = get_logger(__name__)
@@ -194,7 +194,7 @@ def _openai_engine(
         http_async_client=client,
         **extra,
     )
-    closers: list[Callable[[], Awaitable[None]]] = [client.aclose] if own_client else []
+    closers: list[Closer] = [client.aclose] if own_client else []
     return LLMEngine(
         chat,
         model_spec=str(spec),
