@@ -42,7 +42,15 @@ PHASE_LABELS: dict[str, str] = {
 
 PRE_SEARCH_PHASES = frozenset({"clarify", "plan"})
 SEARCH_RESERVE_FRACTION = 0.25  # of the time limit, kept for the first search when the model runs late
-SEARCH_RESERVE_MAX_S = 30.0
+SEARCH_RESERVE_MIN_S = 5.0  # ... but at least this (at most half the limit) ...
+SEARCH_RESERVE_MAX_S = 30.0  # ... and at most this
+
+
+def search_reserve_s(time_limit_s: float) -> float:
+    """The time the model steps before the first search leave to it: a quarter of the limit, at least 5 s
+    (never more than half the limit), at most 30 s."""
+    wanted = max(SEARCH_RESERVE_FRACTION * time_limit_s, min(SEARCH_RESERVE_MIN_S, 0.5 * time_limit_s))
+    return min(wanted, SEARCH_RESERVE_MAX_S)
 
 
 def phase(name: str) -> Callable[[NodeFn], NodeFn]:
@@ -81,7 +89,7 @@ def bind_engine(state: ResearchState, ctx: ResearchContext, phase_name: str, now
     limits = resolve_limits(tier, state.get("request") or {}, ctx.settings)
     remaining = limits.max_execution_time_s - elapsed_total(state)
     if not state.get("provider_calls") and phase_name in PRE_SEARCH_PHASES:
-        remaining -= min(SEARCH_RESERVE_FRACTION * limits.max_execution_time_s, SEARCH_RESERVE_MAX_S)
+        remaining -= search_reserve_s(limits.max_execution_time_s)
     deadline = now + max(0.0, remaining)
     tokens_left = limits.token_budget - tokens_total(state)
 
