@@ -43,6 +43,7 @@ _HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]|[=\-~^]{3,}[ \t]*$)")
 _GUTTER_RE = re.compile(r"^[ \t]*\|?[ \t]*$")
 _MAX_ABBREVIATION_CHARS = 24  # longer than "Ph.D", "e.g" or a chain of initials ("J.R.R") ever is
 _TOKEN_TAIL_RE = re.compile(r"[\w.]+$")
+_DOTTED_INITIALS_RE = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ def _ends_with_abbreviation(block: str, dot_index: int) -> bool:
         return True
     if len(token) == 1 and token.isupper():
         return True  # an initial: "J. Smith"
-    return re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", token) is not None  # "U.S", "e.g", "Ph.D"
+    return _DOTTED_INITIALS_RE.fullmatch(token) is not None  # "U.S", "e.g", "Ph.D"
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
