@@ -6,6 +6,7 @@ and repeats nothing, and past sessions are listed and deleted. Text from sources
 
 from __future__ import annotations
 
+import asyncio
 import json
 import typing
 from pathlib import Path
@@ -71,7 +72,9 @@ async def logged_seqs(page: Any) -> list[int]:
     return [int(s) for s in seqs]
 
 
-async def server_events(http: httpx.AsyncClient, base_url: str, session_id: str, token: str | None = None) -> list[dict[str, Any]]:
+async def server_events(
+    http: httpx.AsyncClient, base_url: str, session_id: str, token: str | None = None
+) -> list[dict[str, Any]]:
     """Every stored event of a finished session, from the SSE route (it ends after the final event)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     response = await http.get(f"{base_url}/api/research/{session_id}/events", params={"after": 0}, headers=headers)
@@ -83,7 +86,9 @@ async def server_events(http: httpx.AsyncClient, base_url: str, session_id: str,
     return events
 
 
-async def assert_log_is_complete(page: Any, http: httpx.AsyncClient, base_url: str, session_id: str) -> list[dict[str, Any]]:
+async def assert_log_is_complete(
+    page: Any, http: httpx.AsyncClient, base_url: str, session_id: str
+) -> list[dict[str, Any]]:
     events = await server_events(http, base_url, session_id)
     assert events and events[-1]["type"] == "session_completed"
     assert await logged_seqs(page) == [e["seq"] for e in events] == list(range(1, len(events) + 1))
@@ -108,9 +113,7 @@ async def test_a_question_runs_to_a_cited_report(
     for select, literal in (("#tier", TierName), ("#domain", DomainName), ("#privacy", PrivacyMode)):
         values = await page.eval_on_selector_all(f"{select} option", "os => os.map(o => o.value).filter(Boolean)")
         assert sorted(values) == sorted(typing.get_args(literal)), select
-    unavailable = await page.eval_on_selector_all(
-        "#provider-list input:disabled", "inputs => inputs.map(i => i.value)"
-    )
+    unavailable = await page.eval_on_selector_all("#provider-list input:disabled", "inputs => inputs.map(i => i.value)")
     assert "tavily" in unavailable and "local" not in unavailable  # no key for tavily; the corpus is configured
 
     session_id = await ask(page, QUESTION, providers=["local"], tier="simple")
@@ -156,7 +159,7 @@ async def test_a_question_runs_to_a_cited_report(
             await page.click(f"#report button[data-format='{fmt}']")
         download = await download_info.value
         assert download.suggested_filename == f"research-{session_id}.{fmt}"
-        content = Path(await download.path()).read_text(encoding="utf-8")
+        content = await asyncio.to_thread(Path(await download.path()).read_text, encoding="utf-8")
         assert marker in content, (fmt, content[:200])
 
     shot = artifacts_dir / "web-report.png"

@@ -47,7 +47,7 @@ def _shell(name: str, policy: str) -> FileResponse:
     return FileResponse(static_dir() / name, media_type="text/html; charset=utf-8", headers=headers)
 
 
-@pages.get("/")
+@pages.api_route("/", methods=["GET", "HEAD"])
 async def web_page() -> FileResponse:
     return _shell("index.html", PAGE_POLICY)
 

@@ -1,6 +1,6 @@
 """The HTTP routes of DESIGN §5: start, status, stop, clarify, report, list, delete, SSE events, /run,
-/healthz, /metrics and /openapi.json (the pages and docs are in routes/pages.py). Sessions live in SQLite and run in the process's SessionRunner; a route only
-validates, hands over and reads back."""
+/healthz, /metrics and /openapi.json (the web page and the docs pages are in routes/pages.py). Sessions
+live in SQLite and run in the process's SessionRunner; a route only validates, hands over and reads back."""
 
 from __future__ import annotations
 
