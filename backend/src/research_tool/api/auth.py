@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
+from typing import Annotated
 
 from fastapi import Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -66,7 +67,7 @@ def is_authorized(connection: HTTPConnection) -> bool:
 
 
 async def require_token(
-    request: Request, credentials: HTTPAuthorizationCredentials | None = Security(bearer_scheme)
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)]
 ) -> None:
     """Route dependency: 401 with the JSON error shape when the token is missing or wrong."""
     expected = expected_token(request)
