@@ -4,7 +4,9 @@ refused with a 400, and /metrics agreeing with the sessions table."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
+import tomllib
 from pathlib import Path
 
 from research_tool.api.routes.pages import static_dir
@@ -118,3 +120,17 @@ async def test_the_page_and_the_docs_are_public_shells_with_nothing_from_outside
         if page.suffix in (".html", ".js", ".css"):
             assert not OUTSIDE_URL.search(page.read_text(encoding="utf-8")), page.name
             assert "innerHTML" not in page.read_text(encoding="utf-8"), page.name
+
+
+def test_a_wheel_ships_every_file_of_the_page() -> None:
+    """pyproject's package-data must cover api/static/ (a wheel without them serves a 404 at `/`)."""
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "research_tool"
+    ]
+    package = static_dir().parents[1]  # research_tool/
+    files = [p for p in static_dir().rglob("*") if p.is_file()]
+    assert {"index.html", "app.js", "docs.html", "redoc.html"} <= {p.name for p in files}
+    for path in files:
+        relative = path.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatchcase(relative, pattern) for pattern in patterns), relative

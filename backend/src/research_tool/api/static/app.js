@@ -193,6 +193,9 @@ function setStatus(status) {
   statusBadge($("session-status"), status);
   $("stop-button").disabled = FINISHED_STATUSES.has(status) || status === "stopping";
   show($("stop-button"), !FINISHED_STATUSES.has(status));
+  for (const item of document.querySelectorAll("#session-list li")) {
+    if (item.dataset.sessionId === state.current.id) statusBadge(item.querySelector(".badge"), status);
+  }
 }
 
 async function openSession(id) {
