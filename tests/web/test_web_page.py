@@ -289,6 +289,9 @@ async def test_with_a_token_the_page_asks_once_and_streams_with_it(
         await page.reload()  # same tab: the token is remembered, nothing asks again
         await wait_for_report(page)
         assert await page.locator("#token-dialog[open]").count() == 0
+        await page.goto(secured.base_url + "/docs")  # the docs fetch /openapi.json with the tab's token
+        await page.wait_for_selector(".swagger-ui .opblock-summary-path")
+        assert await page.is_hidden("#token-box")
         watched.errors = [e for e in watched.errors if "401" not in e]  # the refused first calls
         assert_clean(watched, outside)
 
