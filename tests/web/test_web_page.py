@@ -317,3 +317,78 @@ async def test_docs_and_redoc_render_without_the_internet(
     blocked_logo = [e for e in watched.errors if "cdn.redoc.ly" in e and "Content Security Policy" in e]
     watched.errors = [e for e in watched.errors if e not in blocked_logo]
     assert_clean(watched, outside)
+
+
+# --- the report view with fields a run on the test corpus does not produce ----------------------------------
+
+HOSTILE = '<img src=x onerror="window.__pwned=3">'
+CRAFTED_REPORT: dict[str, Any] = {
+    "session_id": "0" * 32,
+    "query": "Does the timeout kill the child?",
+    "refined_query": "Does the timeout kill the child?",
+    "domain": "technical",
+    "tier": "simple",
+    "privacy_mode": "cloud_allowed",
+    "status": "completed",
+    "stop_reason": "fact_saturation",
+    "short_answer": f"Yes: run() kills it [1]. {HOSTILE}",
+    "answered": False,
+    "answer": f"run() kills the child [1] but communicate() does not [2].\n\n- a bullet {HOSTILE} [3]\n\n_A note._",
+    "findings": [
+        {"statement": "run() kills the child. [1]", "citations": ["[1]"], "confidence": 0.8, "verified": True,
+         "contradictions": []},
+        {"statement": "communicate() kills the child. [2]", "citations": ["[2]"], "confidence": 0.5,
+         "verified": False, "contradictions": [f"communicate() does not kill the child {HOSTILE}"]},
+    ],
+    "citations": [
+        {"id": "[1]", "title": f"Docs {HOSTILE}", "url": "https://docs.example.org/subprocess", "type": "web",
+         "location": "docs.example.org", "provider": "tavily", "authors": [], "year": None, "doi": None,
+         "retrieved_at": "2026-01-01T00:00:00+00:00"},
+        {"id": "[2]", "title": "Scripted", "url": "javascript:window.__pwned=4", "type": "web", "location": "x",
+         "provider": "brave", "authors": ["A. Author"], "year": 2024, "doi": "10.1/x",
+         "retrieved_at": "2026-01-01T00:00:00+00:00"},
+    ],
+    "entities": [],
+    "gaps": [f"nothing on Windows {HOSTILE}"],
+    "saturation": [],
+    "metadata": {"timestamp": "2026-01-01T00:00:00+00:00", "engine": "offline", "model": "offline",
+                 "token_count": 0, "iterations": 1, "duration_s": 1.0, "provider_calls": 2, "access_failures": 0,
+                 "degraded_mode": False},
+}  # fmt: skip
+RENDER = """async (report) => {
+  const { renderReport } = await import("/static/report.js");
+  const box = document.getElementById("report");
+  renderReport(box, report, { onExport: () => {} });
+  box.hidden = false;
+}"""
+
+
+async def test_the_report_view_shows_the_short_answer_marks_and_keeps_hostile_text_inert(
+    server: ServerProcess, context: Any, outside: Outside
+) -> None:
+    watched = await open_page(context, server.base_url)
+    page = watched.page
+    await page.evaluate(RENDER, CRAFTED_REPORT)
+
+    first = await page.eval_on_selector("#report", "r => r.querySelector('p').id")
+    assert first == "short-answer"  # the short answer comes before everything else
+    assert HOSTILE in (await page.text_content("#short-answer") or "")
+    assert await page.locator("#report .not-answered").count() == 1
+    assert await page.locator("#findings .mark.verified").count() == 1
+    assert await page.locator("#findings .mark.contradicted").count() == 1
+    assert "does not kill the child" in (await page.text_content("#findings .contradictions") or "")
+    assert await page.locator("#answer ul li").count() == 1 and await page.locator("#answer .note").count() == 1
+    hrefs = await page.eval_on_selector_all("#report a", "links => links.map(a => a.getAttribute('href'))")
+    assert "https://docs.example.org/subprocess" in hrefs
+    assert not [h for h in hrefs if not h.startswith(("#source-", "https://"))], hrefs
+    assert await page.locator("#report img").count() == 0
+    assert await page.evaluate("window.__pwned") is None
+
+    # a report without the newer fields renders without them
+    plain = {k: v for k, v in CRAFTED_REPORT.items() if k not in ("short_answer", "answered")}
+    await page.evaluate(RENDER, plain)
+    assert await page.locator("#short-answer").count() == 0
+    assert await page.locator("#report .not-answered").count() == 0
+    assert await page.locator("#answer a.cite").count() == 2  # [3] names no listed source: it stays text
+    assert "[3]" in (await page.text_content("#answer ul") or "")
+    assert_clean(watched, outside)
