@@ -3,8 +3,7 @@ small local corpus written for these tests, Wikipedia pointed at a slow replay s
 every other provider at a closed port), and Debian's Chromium driven by Playwright with every request
 that is not for 127.0.0.1 blocked and recorded (the tests assert that none was attempted).
 
-Screenshots go to the pytest temporary directory's `artifacts/` folder (outside the repository); the
-tests print their paths.
+Screenshots go to `tmp/artifacts/` at the repository root (git-ignored); the tests print their paths.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 WIKI_DELAY_S = 0.4  # each replayed Wikipedia answer waits this long: a session lasts long enough to watch
 PAGE_CHARS = 2500
 TIMEOUT_MS = 60_000
+REPO = Path(__file__).resolve().parents[2]
 
 # Documents written for these tests. One title carries markup that must stay text on the page.
 CORPUS: dict[str, str] = {
@@ -79,8 +79,9 @@ def is_loopback(url: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def artifacts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.getbasetemp() / "artifacts"
+def artifacts_dir() -> Path:
+    """`tmp/artifacts/` at the repository root (git-ignored), kept after the run for a person to look at."""
+    path = REPO / "tmp" / "artifacts"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
