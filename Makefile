@@ -49,4 +49,4 @@ eval: $(STAMP)
 	$(BIN)/python -m research_tool.eval
 
 clean:
-	rm -rf $(VENV) data/*.db data/demo_corpus data/exports
+	rm -rf $(VENV) data/*.db data/demo_corpus data/exports tmp/artifacts
