@@ -14,7 +14,7 @@ from typing import Literal
 from urllib.parse import quote, urlsplit
 
 from research_tool.models.entities import Citation
-from research_tool.models.report import Finding, Report
+from research_tool.models.report import Finding, Report, ReportMetadata
 from research_tool.reporting.text import clean_text, one_line
 
 LINKABLE_SCHEMES = frozenset({"http", "https", "file"})
@@ -286,6 +286,20 @@ def _cell(value: object) -> str:
     return f"{value:.3f}" if isinstance(value, float) else one_line(str(value))
 
 
+def fallback_line(meta: ReportMetadata) -> str | None:
+    """One line on the steps the model could not do (step names and reason codes only: no model text)."""
+    if not meta.fallbacks and not meta.degraded_reason:
+        return None
+    counts: dict[tuple[str, str], int] = {}
+    for fallback in meta.fallbacks:
+        counts[(fallback.step, fallback.reason)] = counts.get((fallback.step, fallback.reason), 0) + 1
+    steps = "; ".join(f"{step}{f' ×{n}' if n > 1 else ''}: {reason}" for (step, reason), n in counts.items())
+    line = f"model fallbacks: {len(meta.fallbacks)} step(s) done by the offline engine ({steps})" if steps else ""
+    if meta.degraded_reason:
+        line = f"{line}; degraded: {meta.degraded_reason}" if line else f"degraded: {meta.degraded_reason}"
+    return line
+
+
 def _metadata(report: Report) -> BulletList:
     meta = report.metadata
     failures: Inlines = (Text(f"access failures: {meta.access_failures}; citations removed: {meta.citations_removed}"),)
@@ -296,6 +310,7 @@ def _metadata(report: Report) -> BulletList:
         (Text(f"{meta.iterations} iterations in {meta.duration_s:.1f} s, {meta.provider_calls} provider calls"),),
         (Text(f"{meta.sources_retrieved} sources, {meta.facts_extracted} facts ({meta.facts_verified} verified)"),),
         failures,
+        *([(Text(line),)] if (line := fallback_line(meta)) else []),
         (Text(f"generated {one_line(meta.timestamp)} · session {one_line(report.session_id)}"),),
     ]
     return BulletList(tuple(ListItem(line) for line in lines), "small")

@@ -20,7 +20,7 @@ from typing import Literal, get_args
 from research_tool.core.errors import BadInputError
 from research_tool.models.report import Report
 from research_tool.reporting.bibtex import bib_escape, bib_keys, render_bib
-from research_tool.reporting.document import build_document
+from research_tool.reporting.document import build_document, fallback_line
 from research_tool.reporting.html import render_document_html
 from research_tool.reporting.json_report import render_json
 from research_tool.reporting.markdown import render_document_markdown
@@ -33,6 +33,7 @@ __all__ = [
     "bib_keys",
     "check_format",
     "export_report",
+    "fallback_line",
     "render_bib",
     "render_html",
     "render_json",
