@@ -17,7 +17,7 @@ import pytest
 
 from .conftest import KEY_ENV, free_socket
 
-HEADER_TIMEOUT_S = 1.5
+HEADER_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 30
 SLOW_CLIENTS = 45
 TRICKLE_EVERY_S = 0.2  # the attack: one more header line this often, never the blank line that ends them
@@ -132,8 +132,9 @@ async def test_oversized_headers_are_cut_off_and_the_server_recovers(server_url:
         pass
     reply = await asyncio.wait_for(reply_task, timeout=10)
     writer.close()
-    assert sent < 2_000_000, "the server read megabytes of headers"
-    assert reply == b"" or reply.startswith(b"HTTP/1.1 431"), reply[:100]
+    # Loopback socket buffers can hold megabytes, so how much was sent says little; what the server answered
+    # says it all: without the limit it read every header and answered 200.
+    assert reply == b"" or reply.startswith(b"HTTP/1.1 431"), (sent, reply[:100])
     async with httpx.AsyncClient(trust_env=False) as client:
         response = await client.get(f"{server_url}/healthz", headers={"X-Fine": "b" * 8000}, timeout=5)
         assert response.status_code == 200
