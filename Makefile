@@ -9,10 +9,13 @@ DEMO_CORPUS := data/demo_corpus
 .PHONY: run test test-fast lint bench eval serve venv clean
 
 $(STAMP): pyproject.toml constraints.txt
+	@echo "First run: creating $(VENV) and installing research-tool with its pinned dependencies (constraints.txt)"
+	@echo "and the dev, llm and browser extras; this takes a minute or two, later runs start at once."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,llm,browser]'
+	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e '.[dev,llm,browser]'
 	touch $(STAMP)
+	@echo "Installed into $(VENV)."
 
 venv: $(STAMP)
 
