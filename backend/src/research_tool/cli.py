@@ -337,7 +337,8 @@ async def drive_session(
         current = asyncio.current_task()
         if current is not None:
             current.uncancel()
-        if not task.done():
+        record = await finish_despite_interrupt(services.store.get(session_id))
+        if not task.done() and record.status != "completed":
             task.cancel()  # the runner records the session as interrupted; its checkpoints stay
         await finish_despite_interrupt(asyncio.gather(task, return_exceptions=True))
     record = await finish_despite_interrupt(services.store.get(session_id))
