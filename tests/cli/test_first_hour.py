@@ -35,8 +35,7 @@ def test_search_local_with_no_folder_says_what_to_do(tmp_path: Path) -> None:
     done = run_cli(tmp_path / "data", "search", "--provider", "local", "kettle")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "research-tool: error: no local folder to search: index one with `research-tool index DIR` or pass "
-        "--corpus DIR"
+        "research-tool: error: no local folder to search: index one with `research-tool index DIR` or pass --corpus DIR"
     ]
 
 
@@ -89,7 +88,9 @@ async def test_an_unfinished_session_with_no_owner_is_interrupted(tmp_path: Path
     data = tmp_path / "data"
     await make_sessions(data, {"killed-run": "running", "waiting": "awaiting_clarification", "done": "completed"})
 
-    statuses = {s["session_id"]: s["status"] for s in json.loads(run_cli(data, "sessions", "--json").stdout)["sessions"]}
+    statuses = {
+        s["session_id"]: s["status"] for s in json.loads(run_cli(data, "sessions", "--json").stdout)["sessions"]
+    }
     assert statuses == {"killed-run": "interrupted", "waiting": "interrupted", "done": "completed"}
     show = run_cli(data, "show", "killed-run")
     assert show.returncode == 2
