@@ -510,8 +510,12 @@ async def exported_report(conn: Any, record: SessionRecord, fmt: str) -> str | N
     path = (json.loads(row[0]).get("export_paths") or {}).get(fmt)
     if not isinstance(path, str):
         return None
+    return await asyncio.to_thread(read_text_file, Path(path))
+
+
+def read_text_file(path: Path) -> str | None:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError:
         return None
 
@@ -545,6 +549,12 @@ def read_batch(path: Path) -> list[tuple[str, str]]:
     return batch
 
 
+def check_folders(folders: Sequence[str]) -> None:
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise CliError(f"corpus folder not found: {folder}")
+
+
 def local_search_folders(args: argparse.Namespace, settings: Settings) -> list[Path]:
     """`search --provider local`: --corpus folders, RESEARCH_CORPUS_DIRS and the folders `index` indexed."""
     from research_tool.providers.local_corpus.indexed_folders import indexed_folders
@@ -569,9 +579,7 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError("--max-results must be between 1 and 100")
     if args.query is not None and not args.query.strip():
         raise CliError("the query is empty")
-    for folder in args.corpus:
-        if not Path(folder).is_dir():
-            raise CliError(f"corpus folder not found: {folder}")
+    check_folders(args.corpus)
     batch = read_batch(args.queries) if args.queries else [("", args.query)]
     corpus = local_search_folders(args, settings) if args.provider == "local" else None
     async with create_http_client() as client:

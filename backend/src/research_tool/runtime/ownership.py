@@ -21,8 +21,10 @@ from research_tool.models.sessions import INTERRUPTED, UNFINISHED_STATUSES, Sess
 
 try:
     import fcntl
+
+    HAVE_FLOCK = True
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+    HAVE_FLOCK = False
 
 LOCK_FILE = "owner.lock"
 
@@ -39,7 +41,7 @@ def _open_lock(data_dir: Path) -> int:
 @asynccontextmanager
 async def holding_data_dir(data_dir: Path) -> AsyncIterator[None]:
     """Hold the shared owner lock while the block runs sessions."""
-    if fcntl is None:  # pragma: no cover
+    if not HAVE_FLOCK:  # pragma: no cover
         yield
         return
     fd = await asyncio.to_thread(_open_lock, data_dir)
@@ -52,8 +54,10 @@ async def holding_data_dir(data_dir: Path) -> AsyncIterator[None]:
 
 def owner_alive(data_dir: Path) -> bool | None:
     """True when some process holds the owner lock, False when none does, None when unknown."""
-    if fcntl is None or not lock_path(data_dir).exists():  # pragma: no cover - Windows
-        return None if fcntl is None else False
+    if not HAVE_FLOCK:  # pragma: no cover - Windows
+        return None
+    if not lock_path(data_dir).exists():
+        return False
     fd = os.open(lock_path(data_dir), os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
