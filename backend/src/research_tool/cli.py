@@ -423,7 +423,7 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError("--limit must be between 1 and 10000")
     store, conn = await open_session_store(settings)
     try:
-        records, total = await store.list(limit=args.limit)
+        records, total = await store.list_page(limit=args.limit)
         async with conn.execute("SELECT id FROM sessions") as cur:
             all_ids = [str(row[0]) for row in await cur.fetchall()]
     finally:
@@ -568,11 +568,8 @@ def local_search_folders(args: argparse.Namespace, settings: Settings) -> list[P
     return folders
 
 
-async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.providers.gateway import SearchGateway
-    from research_tool.providers.http_client import create_http_client
-    from research_tool.providers.registry import create_provider
-
+def search_inputs(args: argparse.Namespace, settings: Settings) -> tuple[list[tuple[str, str]], list[Path] | None]:
+    """The (id, query) batch and the corpus folders of `search`, or CliError on bad input."""
     if bool(args.query) == bool(args.queries):
         raise CliError("give either a QUERY or --queries FILE")
     if not 1 <= args.max_results <= 100:
@@ -582,6 +579,15 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     check_folders(args.corpus)
     batch = read_batch(args.queries) if args.queries else [("", args.query)]
     corpus = local_search_folders(args, settings) if args.provider == "local" else None
+    return batch, corpus
+
+
+async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.providers.gateway import SearchGateway
+    from research_tool.providers.http_client import create_http_client
+    from research_tool.providers.registry import create_provider
+
+    batch, corpus = search_inputs(args, settings)
     async with create_http_client() as client:
         provider = create_provider(args.provider, settings, client, corpus_dirs=corpus)
         reason = provider.unavailable_reason()
