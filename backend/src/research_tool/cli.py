@@ -113,7 +113,7 @@ def build_parser() -> OneLineParser:
     show.add_argument("--format", choices=FORMATS, default="md")
     show.add_argument("--out", type=Path)
 
-    delete = sub.add_parser("delete", help="delete sessions with their events, checkpoints and exports")
+    delete = sub.add_parser("delete", help="delete sessions with their events and checkpoints")
     delete.add_argument("session_ids", nargs="+", metavar="session_id", help="ids or unique prefixes")
 
     search = sub.add_parser("search", help="query one provider and print normalized results")
