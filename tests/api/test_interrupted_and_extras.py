@@ -46,7 +46,7 @@ async def test_a_session_cut_off_by_shutdown_is_interrupted_then_resumed(tmp_pat
         assert stored_status(data, session_id) == "interrupted"
 
         async with serve(settings) as live:
-            status = await live.wait_status(session_id, "completed", timeout=60)
+            status = await live.wait_status(session_id, "completed", within_s=60)
             assert status["status"] == "completed"
             report = await live.report(session_id)
             assert report["citations"]
