@@ -192,3 +192,33 @@ async def test_ctrl_c_just_after_completion_prints_the_report_and_exits_0(
     assert code == 0
     out = capsys.readouterr().out
     assert "## Answer" in out and "[1]" in out
+
+
+def clarification_events(data: Path) -> list[str]:
+    with sqlite3.connect(data / "sessions.db", timeout=5) as conn:
+        rows = conn.execute("SELECT type FROM events WHERE type LIKE 'clarification_%' ORDER BY seq").fetchall()
+    return [str(r[0]) for r in rows]
+
+
+PROMPT = re.compile(r"(?:^|[\r\n])\? ", re.MULTILINE)
+
+
+@pytest.mark.slow
+def test_clarifying_questions_are_asked_on_the_terminal_and_the_answers_used(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "data"
+    args = ["run", "Python", "--corpus", str(corpus), "--providers", "local", "--no-fetch", "--tier", "simple"]
+    term = Terminal.spawn(args, cli_env(data))
+    term.wait_for(lambda: len(PROMPT.findall(term.text())) >= 1)
+    answered = 0
+    deadline = time.monotonic() + 60
+    while term.proc.poll() is None and time.monotonic() < deadline:
+        asked = len(PROMPT.findall(term.text()))
+        if asked > answered:
+            os.write(term.master, b"the programming language\n")
+            answered += 1
+        if not term.read_some(0.1):
+            break
+    assert term.finish() == 0, term.text()[-2000:]
+    assert answered >= 1
+    assert clarification_events(data) == ["clarification_requested", "clarification_received"]
+    assert "completed (stop reason:" in term.text()
