@@ -28,7 +28,7 @@ from research_tool.providers.gateway import SearchGateway
 from research_tool.providers.http_client import create_http_client
 from research_tool.providers.memory import MemoryStore
 from research_tool.runtime.event_log import EventLog
-from research_tool.runtime.ownership import holding_data_dir
+from research_tool.runtime.ownership import DataDirOwner
 from research_tool.runtime.runner import SessionRunner
 from research_tool.runtime.session_store import SessionStore
 from research_tool.runtime.storage import open_database
@@ -60,15 +60,8 @@ async def open_research_services(
     settings: Settings, *, engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None = None
 ) -> AsyncIterator[ResearchServices]:
     """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests)."""
-    async with holding_data_dir(settings.data_dir), _open_services(settings, engine_factory) as services:
-        yield services
-
-
-@asynccontextmanager
-async def _open_services(
-    settings: Settings, engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None
-) -> AsyncIterator[ResearchServices]:
     client = create_http_client()
+    owner = await DataDirOwner.acquire(settings.data_dir)  # readers can tell sessions of a dead process
     conn = await open_database(settings.db_path("sessions.db"))
     try:
         async with AsyncSqliteSaver.from_conn_string(str(settings.db_path("checkpoints.db"))) as checkpointer:
@@ -125,3 +118,4 @@ async def _open_services(
     finally:
         await conn.close()
         await client.aclose()
+        owner.release()

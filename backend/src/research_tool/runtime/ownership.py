@@ -38,18 +38,38 @@ def _open_lock(data_dir: Path) -> int:
     return os.open(lock_path(data_dir), os.O_RDWR | os.O_CREAT, 0o644)
 
 
+class DataDirOwner:
+    """The shared owner lock, held from `acquire` to `release` (or to the process's end)."""
+
+    def __init__(self, fd: int | None) -> None:
+        self._fd = fd
+
+    @classmethod
+    async def acquire(cls, data_dir: Path) -> DataDirOwner:
+        if not HAVE_FLOCK:  # pragma: no cover
+            return cls(None)
+        fd = await asyncio.to_thread(_open_lock, data_dir)
+        try:
+            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_SH)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the lock
+            self._fd = None
+
+
 @asynccontextmanager
 async def holding_data_dir(data_dir: Path) -> AsyncIterator[None]:
     """Hold the shared owner lock while the block runs sessions."""
-    if not HAVE_FLOCK:  # pragma: no cover
-        yield
-        return
-    fd = await asyncio.to_thread(_open_lock, data_dir)
+    owner = await DataDirOwner.acquire(data_dir)
     try:
-        await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_SH)
         yield
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        owner.release()
 
 
 def owner_alive(data_dir: Path) -> bool | None:
