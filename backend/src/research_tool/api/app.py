@@ -40,7 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # The pool outlives the services: sessions are cancelled (services' exit) before it shuts down.
-        async with cpu_pool(settings.cpu_workers), open_research_services(settings) as services:
+        async with cpu_pool(settings.cpu_workers), open_research_services(settings, retention_sweeps=True) as services:
             metrics.observe(services)
             app.state.services = services
             resumed = await services.runner.resume_incomplete()
