@@ -23,10 +23,11 @@ from research_tool.bench.rate_limits import run_rate_limits
 from research_tool.bench.results import BenchResult, machine, render_table, save_results
 from research_tool.bench.resume import run_resume
 from research_tool.bench.scale import run_scale
+from research_tool.bench.storage import run_storage
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 
-BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index")
+BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index", "storage")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Sizes:
     rate_limit_rates: tuple[float, float] = (1.0, 10.0)
     resume_sessions: int = 20
     resume_max_iterations: int = 3
+    storage_sessions: int = 100
+    storage_rss_sessions: int = 1000
     scifact_dir: Path | None = None
     profile_dir: Path | None = None  # scale: record the server with py-spy
 
@@ -56,6 +59,8 @@ QUICK = Sizes(
     rate_limit_rates=(5.0, 20.0),
     resume_sessions=2,
     resume_max_iterations=2,
+    storage_sessions=4,
+    storage_rss_sessions=40,
 )
 
 
@@ -80,6 +85,12 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             workdir, sessions=sizes.resume_sessions, max_iterations=sizes.resume_max_iterations
         ),
         "local_index": lambda: run_local_index(sizes.scifact_dir),
+        "storage": lambda: run_storage(
+            workdir,
+            sessions=sizes.storage_sessions,
+            rss_sessions=sizes.storage_rss_sessions,
+            rss_step=max(1, sizes.storage_rss_sessions // 20),
+        ),
     }
 
 
