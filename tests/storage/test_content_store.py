@@ -45,7 +45,7 @@ async def test_state_keeps_key_and_length_and_the_same_page_is_stored_once(
         assert stored[(source["url"], source["content_key"])] == source["content_length"]
 
     # The checkpoints hold no page text: a long sentence of a stored page is nowhere in them.
-    url, key = next(iter(stored))
+    _, key = next(iter(stored))
     text = str(_rows(content_db, f"SELECT text FROM page_text WHERE sha256 = '{key}'")[0][0])
     probe = max(text.split(". "), key=len)[:200].encode()
     blobs = _rows(settings.data_dir / "checkpoints.db", "SELECT checkpoint FROM checkpoints")
@@ -85,8 +85,12 @@ async def test_nodes_see_the_same_source_dicts_as_before(tmp_path: Path) -> None
     store = await ContentStore.open(tmp_path / "content.db")
     try:
         ctx = ResearchContext(
-            session_id="s", settings=Settings(_env_file=None, data_dir=tmp_path), engine=OfflineEngine(),  # type: ignore[call-arg]
-            gateway=SearchGateway(), client=None, page_texts=store,  # type: ignore[arg-type]
+            session_id="s",
+            settings=Settings(_env_file=None, data_dir=tmp_path),
+            engine=OfflineEngine(),  # type: ignore[call-arg]
+            gateway=SearchGateway(),
+            client=None,
+            page_texts=store,  # type: ignore[arg-type]
         )
         entry = {"url": "https://a.example/x", "title": "A", "snippet": "s", "full_content": "whole page", "rank": 1}
         stored = await store_page_text(ctx, {entry["url"]: entry})

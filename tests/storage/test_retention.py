@@ -44,6 +44,10 @@ def _count(db: Path, sql: str, *params: object) -> int:
         return int(conn.execute(sql, params).fetchone()[0])
 
 
+def _size(path: Path) -> int:
+    return os.path.getsize(path)
+
+
 def _age(db: Path, session_id: str, days: float) -> None:
     """What the clock would have written `days` ago (the sessions are real; only their age is made up)."""
     stamp = (datetime.now(UTC) - timedelta(days=days)).isoformat()
@@ -142,7 +146,7 @@ async def test_a_file_made_before_incremental_vacuum_is_converted_once(tmp_path:
         legacy.executemany("INSERT INTO t VALUES (?)", [("y" * 4000,) for _ in range(500)])
         legacy.execute("DELETE FROM t")
         legacy.commit()
-    size = os.path.getsize(path)
+    size = _size(path)
     conn = await aiosqlite.connect(path)
     try:
         assert await reclaim_space(conn) == 0, "no rewrite unless asked (gc)"
@@ -151,4 +155,4 @@ async def test_a_file_made_before_incremental_vacuum_is_converted_once(tmp_path:
             assert (await cur.fetchone()) == (2,)
     finally:
         await conn.close()
-    assert os.path.getsize(path) < size / 10
+    assert _size(path) < size / 10

@@ -108,7 +108,9 @@ async def _disk(
     )
     async with uvicorn_server(env.process_env(), workdir / "disk", client) as server:
         empty = data_dir_bytes(env.data_dir)
-        bodies = [_body(i, tier="standard", max_iterations=max_iterations, formats=["md", "json"]) for i in range(sessions)]
+        bodies = [
+            _body(i, tier="standard", max_iterations=max_iterations, formats=["md", "json"]) for i in range(sessions)
+        ]
         started = time.perf_counter()
         ids = await _run_sessions(client, server, bodies, concurrency)
         span = time.perf_counter() - started
@@ -187,10 +189,12 @@ async def run_storage(
     )
     started = time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency + 10, max_keepalive_connections=concurrency + 10)
-    async with replay_process(LATENCY_S) as wiki_url:
-        async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
-            disk = await _disk(workdir, wiki_url, client, sessions, concurrency, max_iterations)
-            memory = await _memory(workdir, wiki_url, client, rss_sessions, concurrency, rss_step)
+    async with (
+        replay_process(LATENCY_S) as wiki_url,
+        httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client,
+    ):
+        disk = await _disk(workdir, wiki_url, client, sessions, concurrency, max_iterations)
+        memory = await _memory(workdir, wiki_url, client, rss_sessions, concurrency, rss_step)
     n = disk["sessions"]
     result.add(
         "checkpoint bytes per completed session",

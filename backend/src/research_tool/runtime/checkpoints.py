@@ -38,7 +38,7 @@ class PrunableSqliteSaver(AsyncSqliteSaver):
             for thread_id in thread_ids:
                 for table in ("writes", "checkpoints"):
                     await self.conn.execute(
-                        f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ("  # noqa: S608 (fixed names)
+                        f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ("
                         "SELECT MAX(c.checkpoint_id) FROM checkpoints c "
                         f"WHERE c.thread_id = {table}.thread_id AND c.checkpoint_ns = {table}.checkpoint_ns)",
                         (str(thread_id),),

@@ -62,6 +62,6 @@ async def hydrated(ctx: ResearchContext, state: ResearchState) -> ResearchState:
     sources = state.get("sources")
     if not sources:
         return state
-    view: ResearchState = {**state}  # type: ignore[typeddict-item]
+    view: ResearchState = {**state}
     view["sources"] = await with_page_text(ctx, sources)
     return view
