@@ -35,6 +35,11 @@ EXPECTED_FIGURES = {
         "sessions lost (not completed, or a gap in events)",
     ],
     "local_index": ["index time", "query latency top-10 p50", "query latency top-10 p95"],
+    "storage": [
+        "checkpoint bytes per completed session",
+        "data dir after deleting / empty",
+        "RSS growth per finished session (second half)",
+    ],
 }
 
 
@@ -72,6 +77,8 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
     assert results[1].figure("2 sessions: sessions lost").value == 0
     assert results[3].figure("sessions that never resumed").value == 0
     assert results[4].figure("documents indexed").value == 3
+    assert results[5].figure("checkpoint bytes per completed session").met  # <= 300 KB: page text is not in it
+    assert results[5].figure("data dir after deleting / empty").met  # deleting gives the space back
 
     table = render_table(results)
     assert "[scale] 2 sessions: status p95" in table and "[resume]" in table

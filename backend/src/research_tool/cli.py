@@ -428,11 +428,19 @@ async def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
     """Delete finished sessions last updated more than N days ago (none when no retention is set), then what
     no session refers to (checkpoints, events, page texts, exports), keep finished sessions' last checkpoint
     only, and vacuum the SQLite files (a file from before auto_vacuum=INCREMENTAL is rewritten once)."""
+    import sqlite3
+
     from research_tool.runtime.composition import open_research_services
 
     retention = args.older_than_days if args.older_than_days is not None else settings.retention_days
-    async with open_research_services(settings) as services:
-        summary = await services.janitor.collect_garbage(retention_days=retention, convert=True)
+    try:
+        async with open_research_services(settings) as services:
+            summary = await services.janitor.collect_garbage(retention_days=retention, convert=True)
+    except sqlite3.OperationalError as exc:  # e.g. a server holding the files while VACUUM needs them alone
+        stderr.print(
+            f"research-tool: error: gc could not finish: {exc} (is a server using this data dir?)", markup=False
+        )
+        return EXIT_FAILED
     if args.json:
         emit_output(summary.model_dump_json(indent=2), None)
         return EXIT_OK

@@ -99,20 +99,39 @@ class ContentStore:
         return found
 
     async def release(self, session_ids: Iterable[str]) -> int:
-        """Forget the sessions' references and delete every text no session refers to; returns texts deleted."""
+        """Forget the sessions' references and delete the texts they used that no other session refers to;
+        returns the texts deleted."""
+        deleted = 0
         ids = list(session_ids)
         for i in range(0, len(ids), CHUNK):
             chunk = ids[i : i + CHUNK]
             marks = ",".join("?" for _ in chunk)
+            async with self._conn.execute(
+                f"SELECT DISTINCT url, sha256 FROM page_text_refs WHERE session_id IN ({marks})", chunk
+            ) as cur:
+                used = [(str(u), str(k)) for u, k in await cur.fetchall()]
             await self._conn.execute(f"DELETE FROM page_text_refs WHERE session_id IN ({marks})", chunk)
+            for ref in used:
+                cursor = await self._conn.execute(
+                    "DELETE FROM page_text WHERE url = ? AND sha256 = ? AND NOT EXISTS "
+                    "(SELECT 1 FROM page_text_refs r WHERE r.url = ? AND r.sha256 = ?)",
+                    (*ref, *ref),
+                )
+                deleted += max(0, cursor.rowcount)
+                await cursor.close()
+        await self._conn.commit()
+        return deleted
+
+    async def sweep_unreferenced(self) -> int:
+        """Delete every text no session refers to (a full scan: gc, not every delete)."""
         cursor = await self._conn.execute(
             "DELETE FROM page_text WHERE NOT EXISTS (SELECT 1 FROM page_text_refs r "
             "WHERE r.url = page_text.url AND r.sha256 = page_text.sha256)"
         )
-        deleted = cursor.rowcount
+        deleted = max(0, cursor.rowcount)
         await cursor.close()
         await self._conn.commit()
-        return max(0, deleted)
+        return deleted
 
     async def sessions_referring(self) -> set[str]:
         async with self._conn.execute("SELECT DISTINCT session_id FROM page_text_refs") as cur:

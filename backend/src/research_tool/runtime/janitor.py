@@ -47,10 +47,6 @@ class GcSummary(BaseModel):
     bytes_reclaimed: int = 0
 
 
-def _dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
-
-
 class StorageJanitor:
     def __init__(
         self,
@@ -124,7 +120,7 @@ class StorageJanitor:
             summary.sessions_deleted = len(expired)
             summary.texts_deleted = await self._forget_data(expired)
             summary.orphans_deleted, texts = await self._delete_orphans()
-            summary.texts_deleted += texts
+            summary.texts_deleted += texts + await self._content.sweep_unreferenced()
             finished = await self._finished_ids()
             await self._checkpointer.aprune(sorted(finished), strategy="keep_latest")
             summary.sessions_pruned = len(finished)
@@ -174,4 +170,4 @@ class StorageJanitor:
 
 def data_dir_bytes(data_dir: Path) -> int:
     """Bytes under the data dir (every SQLite file with its WAL, exports, indexes)."""
-    return _dir_bytes(data_dir)
+    return sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) if data_dir.exists() else 0
