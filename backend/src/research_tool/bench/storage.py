@@ -155,6 +155,7 @@ async def _memory(
         final = server.rss_kb() or 0
     second_half = [(x, y) for x, y in samples if x >= sessions // 2]
     slope = slope_kb_per_session(second_half)
+    last_quarter = slope_kb_per_session([(x, y) for x, y in samples if x >= sessions * 3 // 4])
     return {
         "sessions": sessions,
         "span_s": round(span, 1),
@@ -162,6 +163,7 @@ async def _memory(
         "final_rss_kb": final,
         "samples": samples,
         "slope_second_half_kb_per_session": round(slope, 3) if slope is not None else None,
+        "slope_last_quarter_kb_per_session": round(last_quarter, 3) if last_quarter is not None else None,
         "slope_all_kb_per_session": round(slope_kb_per_session(samples) or 0.0, 3),
     }
 
@@ -223,6 +225,7 @@ async def run_storage(
         comparison="<=",
         note=f"{memory['sessions']} sessions in {memory['span_s']:.0f} s",
     )
+    result.add("RSS growth per finished session (last quarter)", memory["slope_last_quarter_kb_per_session"], "KB")
     result.details = {"disk": disk, "memory": memory}
     result.seconds = round(time.perf_counter() - started, 2)
     return result
