@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import aiosqlite
 import httpx
 
+from research_tool.core.extras import require_llm_extra
 from research_tool.core.settings import Settings
 from research_tool.engines.base import ReasoningEngine
 from research_tool.engines.factory import check_engine_settings, create_engine
@@ -29,6 +30,7 @@ from research_tool.runtime.checkpoints import PrunableSqliteSaver, assert_prunab
 from research_tool.runtime.content_store import ContentStore
 from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.janitor import StorageJanitor
+from research_tool.runtime.ownership import DataDirOwner
 from research_tool.runtime.runner import SessionRunner
 from research_tool.runtime.session_store import SessionStore
 from research_tool.runtime.storage import open_database
@@ -52,7 +54,9 @@ class ResearchServices:
     def validate(self, request: ResearchRequest) -> None:
         """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine)."""
         validate_request(request, self.settings, self.client)
-        check_engine_settings(self.settings, privacy_mode=request.privacy_mode)
+        spec = check_engine_settings(self.settings, privacy_mode=request.privacy_mode)
+        if spec is not None:
+            require_llm_extra(spec.provider, str(spec))
 
 
 @asynccontextmanager
@@ -65,6 +69,7 @@ async def open_research_services(
     """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests).
     `retention_sweeps`: apply RESEARCH_RETENTION_DAYS now and every hour while open (the server)."""
     client = create_http_client()
+    owner = await DataDirOwner.acquire(settings.data_dir)  # readers can tell sessions of a dead process
     conn = await open_database(settings.db_path("sessions.db"))
     content = await ContentStore.open(settings.db_path("content.db"))
     try:
@@ -143,3 +148,4 @@ async def open_research_services(
         await content.aclose()
         await conn.close()
         await client.aclose()
+        owner.release()
