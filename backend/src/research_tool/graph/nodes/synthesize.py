@@ -15,6 +15,7 @@ from research_tool.graph.decisions.source_ranking import rank_sources
 from research_tool.graph.fallback_record import fallback_metadata
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
 from research_tool.graph.nodes.model_context import compact_for_model, drop_unsupported_claims
+from research_tool.graph.nodes.page_text import hydrated
 from research_tool.graph.nodes.process import to_source
 from research_tool.graph.report_assembly import assemble_report, build_citations, renumber
 from research_tool.graph.session_limits import resolve_limits
@@ -29,6 +30,7 @@ def fact_rank(fact: Fact) -> tuple[float, ...]:
 @phase("synthesize")
 async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
     ctx = runtime.context
+    state = await hydrated(ctx, state)
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
     all_sources = state.get("sources") or {}
     facts = {fid: Fact.model_validate(f) for fid, f in current_facts(state.get("facts")).items()}
