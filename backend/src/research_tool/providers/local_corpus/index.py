@@ -208,8 +208,13 @@ class CorpusIndex:
                 return
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
             with closing(self._open()) as conn:
-                conn.execute("PRAGMA journal_mode=WAL")
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version == SCHEMA_VERSION:
+                    # Already laid out (another CorpusIndex made it): no write, so concurrent sessions
+                    # opening the same file never contend for the write lock here.
+                    self._schema_ready = True
+                    return
+                conn.execute("PRAGMA journal_mode=WAL")
                 if version not in (0, SCHEMA_VERSION):
                     # The index is a cache of the files: an old layout is rebuilt, never migrated.
                     log.info("local_index_rebuilt", db=str(self.db_path), old_version=version)
@@ -218,7 +223,7 @@ class CorpusIndex:
                     )
                 conn.executescript(
                     f"""
-                    BEGIN;
+                    BEGIN IMMEDIATE;
                     CREATE TABLE IF NOT EXISTS files (
                         path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
                         sha256 TEXT NOT NULL, indexed_at REAL NOT NULL);
