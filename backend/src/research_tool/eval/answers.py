@@ -29,7 +29,7 @@ from typing import Any
 
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
-from research_tool.eval.multihop import DEFAULT_EVAL_DIR, citation_precision, doc_id, load_hotpotqa
+from research_tool.eval.multihop import DEFAULT_EVAL_DIR, doc_id, load_hotpotqa
 from research_tool.models.request import ResearchRequest
 from research_tool.providers.local_corpus.index import CorpusIndex
 from research_tool.runtime.composition import open_research_services
@@ -104,6 +104,31 @@ def answer_sentences(answer: str) -> list[str]:
 
 def word_count(text: str) -> int:
     return len(WORD.findall(MARKER.sub("", text)))
+
+
+EDITORIAL = re.compile(r"(?<!\w)_[^_\n]+_(?!\w)")
+
+
+def cited_sentences_found(report: dict[str, Any], texts: dict[str, str]) -> tuple[int, int]:
+    """(markers whose cited source contains the cited sentence word for word, all markers): every sentence of
+    the answer (italic editorial notes set aside, paragraphs split) and every finding."""
+    by_id = {c["id"]: _plain(texts.get(doc_id(c["url"]), "")) for c in report["citations"]}
+    pieces: list[str] = []
+    for paragraph in EDITORIAL.sub("", report["answer"]).split("\n"):
+        pieces += [s for s in re.split(r"(?<=[.!?\]])\s+(?=[A-Z`])", paragraph.strip()) if MARKER.search(s)]
+    pieces += [f["statement"] for f in report["findings"]]
+    supported = total = 0
+    for sentence in pieces:
+        claim = _plain(sentence).rstrip(" .")
+        for n in re.findall(r"\[(\d+)\]", sentence):
+            total += 1
+            source = by_id.get(f"[{n}]", "")
+            supported += bool(claim) and claim in source
+    return supported, total
+
+
+def _plain(text: str) -> str:
+    return " ".join(MARKER.sub("", text).split()).casefold()
 
 
 def verdict(report: dict[str, Any]) -> str | None:
@@ -241,9 +266,7 @@ def score(
         first = sentences[0] if sentences else ""
         short = report.get("short_answer") or ""
         cited = {doc_id(c["url"]) for c in report.get("citations", [])}
-        supported, markers, _ = (
-            citation_precision(report, answer_set.texts) if report and answer_set.texts else (0, 0, 0)
-        )
+        supported, markers = cited_sentences_found(report, answer_set.texts) if report and answer_set.texts else (0, 0)
         row = {
             "id": item.id,
             "kind": item.kind,
@@ -269,6 +292,7 @@ def score(
             "first_sentence": first,
             "short_answer": short,
             "gold": item.answers,
+            "answer": answer,
         }
         rows.append(row)
     return {"set": answer_set.name, "rows": rows}
