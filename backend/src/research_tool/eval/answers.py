@@ -39,7 +39,6 @@ SQUAD_QUESTIONS = 300
 SQUAD_UNANSWERABLE = 100
 SQUAD_HELD_OUT_EVERY = 6  # articles 5, 11, 17, 23 (every sixth) are left out of the index
 MARKER = re.compile(r"\s*\[\d+\]")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`_*])")
 WORD = re.compile(r"\w+")
 
 TARGETS: dict[str, str] = {
@@ -98,8 +97,14 @@ def answer_body(answer: str) -> str:
 
 
 def answer_sentences(answer: str) -> list[str]:
-    body = MARKER.sub("", answer_body(answer))
-    return [s.strip() for s in SENTENCE_END.split(body) if s.strip()]
+    """The answer's sentences: an opening italic note is one, a verdict ("Yes.") is one, and every cited
+    sentence ends at its markers ("... [2]."), so initials and abbreviations never cut a sentence."""
+    body = re.sub(r"^(_[^_\n]+_)\s+", "\\1\n", answer_body(answer))
+    body = re.sub(r"^((?:Yes|No)\.)\s+", "\\1\n", body)
+    pieces: list[str] = []
+    for line in body.split("\n"):
+        pieces += re.split(r"(?<=\][.!?])\s+", line.strip())
+    return [MARKER.sub("", p).strip() for p in pieces if p.strip()]
 
 
 def word_count(text: str) -> int:
@@ -115,7 +120,8 @@ def cited_sentences_found(report: dict[str, Any], texts: dict[str, str]) -> tupl
     by_id = {c["id"]: _plain(texts.get(doc_id(c["url"]), "")) for c in report["citations"]}
     pieces: list[str] = []
     for paragraph in EDITORIAL.sub("", report["answer"]).split("\n"):
-        pieces += [s for s in re.split(r"(?<=[.!?\]])\s+(?=[A-Z`])", paragraph.strip()) if MARKER.search(s)]
+        # the engine ends every cited sentence with its markers ("... [2]."), so that is where to cut
+        pieces += [s for s in re.split(r"(?<=\][.!?])\s+", paragraph.strip()) if MARKER.search(s)]
     pieces += [f["statement"] for f in report["findings"]]
     supported = total = 0
     for sentence in pieces:

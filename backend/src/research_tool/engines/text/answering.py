@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -42,6 +42,7 @@ AnswerType = Literal[
 
 MAX_SENTENCES_PER_SOURCE = 300
 MAX_TYPED_CANDIDATES = 40
+MIN_PREFIX = 5
 MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
@@ -50,7 +51,8 @@ TYPE_BONUS = 0.25  # the sentence carries a value of the expected type the quest
 CODE_BONUS = 0.25  # how-to: a code-like span
 SOURCE_PRIOR = 0.12  # [1] gets this much more than the last source
 RESTATES_PENALTY = 0.2  # fewer than two content words beyond the question's
-CHAIN_SHARE = 0.85  # a second-hop sentence scored with its link's question terms, discounted
+CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
+CHAIN_BONUS = 0.05  # the far end of a chain answers; the link only leads to it
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 ANSWERED_MIN_NAME_COVERAGE = 0.5  # and at least this share of the question's names must be found
 SHORT_ANSWER_WORDS = 8
@@ -62,11 +64,20 @@ _CODE_SPAN_RE = re.compile(
 )
 _HOWTO_RE = re.compile(r"^\s*(?:how\s+(?:do|can|could|should|would)\s+(?:i|you|we|one)|how\s+to)\b", re.IGNORECASE)
 _ASPECT_SPLIT_RE = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?:then\s+)?|\s+then\s+", re.IGNORECASE)
+_WH_RE = re.compile(r"\b(?:which|what|who|whom|whose|when|where|how many|how much)\b", re.IGNORECASE)
 _COMPARISON_RE = re.compile(r"\b(?:both|same|either|also|in common)\b", re.IGNORECASE)
 _ORG_HEADS = frozenset(
     ["company", "organization", "organisation", "band", "group", "team", "club", "university", "college",
      "school", "party", "network", "agency", "firm", "label", "publisher", "newspaper", "magazine", "church"]
 )  # fmt: skip
+# words that name the answer's type, not its topic ("in what year", "how many people"): a sentence need not repeat them
+_TYPE_WORDS: dict[str, frozenset[str]] = {
+    "date": frozenset(["year", "date", "decade", "century", "month", "day", "time"]),
+    "number": frozenset(["number", "many", "much", "amount"]),
+    "person": frozenset(["name", "person"]),
+    "place": frozenset(["place", "location"]),
+    "thing": frozenset(["name"]),
+}
 _GENERIC_HOWTO = frozenset(["python", "way", "program", "code", "object", "thing"])
 _DEFINING_RE = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+((?:[\w'’-]+[\s,]*){1,10})")
 
@@ -93,6 +104,10 @@ def classify_question(question: str) -> QuestionIntent:
     """The question's expected answer type, weighted terms, named things and aspects."""
     text = " ".join(question.split())
     slot = required_slots(text)[0]
+    wh = _WH_RE.search(text)
+    if slot.kind == "yes_no" and wh is not None:
+        # "Do X, ..., released in which year?" opens like a yes/no question but asks for a value
+        slot = required_slots(text[wh.start() :])[0]
     kind = slot.kind
     answer_type: AnswerType
     head_terms = frozenset(stem(t) for t in slot.terms)
@@ -110,15 +125,15 @@ def classify_question(question: str) -> QuestionIntent:
     names = tuple(dict.fromkeys(m.text for m in mentions if m.entity_type != "date" and m.start > 0 or _inner(m.text)))
     weights: dict[str, float] = {}
     for word in query_words(text):
-        key = stem(word)
-        if key in ("python",) and answer_type == "howto":
-            continue
-        weights[key] = 1.0
+        for key in content_stems(word):
+            if key in _TYPE_WORDS.get(answer_type, ()) or (key == "python" and answer_type == "howto"):
+                continue
+            weights[key] = 1.0
     name_stems: set[str] = set()
     for name in names:
-        for word in query_words(name):
-            weights[stem(word)] = NAME_WEIGHT
-            name_stems.add(stem(word))
+        for key in content_stems(name):
+            weights[key] = NAME_WEIGHT
+            name_stems.add(key)
     aspects = _aspects(text, weights) if answer_type == "howto" else (frozenset(weights),)
     return QuestionIntent(
         text=text,
@@ -191,7 +206,9 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             if not is_declarative(sentence.text):
                 previous = None
                 continue
-            statement = clean_statement(sentence.text)
+            # quoted word for word (whitespace aside) unless footnote markers must go
+            raw = " ".join(sentence.text.split())
+            statement = clean_statement(sentence.text) if "[" in raw else raw
             stems = frozenset(content_stems(statement))
             context = title_stems
             antecedent = None
@@ -227,12 +244,26 @@ def _idf_weights(intent: QuestionIntent, pool: Sequence[Candidate]) -> dict[str,
     return weights
 
 
+def matched(terms: Iterable[str], stems: frozenset[str]) -> frozenset[str]:
+    """The question terms found among `stems`: the same stem, or one the prefix of the other (the light
+    stemmer leaves "investigation"/"investigat" and "christian"/"christianity" apart)."""
+    out = set()
+    for term in terms:
+        if term in stems or (
+            len(term) >= MIN_PREFIX
+            and any(s.startswith(term) or (len(s) >= MIN_PREFIX and term.startswith(s)) for s in stems)
+        ):
+            out.add(term)
+    return frozenset(out)
+
+
 def _coverage(stems: frozenset[str], context: frozenset[str], weights: dict[str, float]) -> float:
     total = sum(weights.values())
     if not total:
         return 0.0
-    hit = sum(w for k, w in weights.items() if k in stems)
-    hit += CONTEXT_SHARE * sum(w for k, w in weights.items() if k not in stems and k in context)
+    own = matched(weights, stems)
+    around = matched((k for k in weights if k not in own), context)
+    hit = sum(weights[k] for k in own) + CONTEXT_SHARE * sum(weights[k] for k in around)
     return hit / total
 
 
@@ -310,7 +341,11 @@ def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
         for c in doc.candidates:
             if not c.filler or _named_in_question(c.filler, intent) or c.filler.casefold() in link.statement.casefold():
                 continue
-            chained = CHAIN_SHARE * _coverage(c.stems | link.stems, c.context | link.context, weights) + TYPE_BONUS
+            chained = (
+                CHAIN_SHARE * _coverage(c.stems | link.stems, c.context | link.context, weights)
+                + TYPE_BONUS
+                + CHAIN_BONUS
+            )
             if chained > c.score:
                 c.score = chained
                 c.link = link
@@ -355,9 +390,10 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
 def _answers(intent: QuestionIntent, lead: Candidate) -> bool:
     """Enough of the question covered (its named things above all), with a value of the expected type."""
     stems = lead.stems | lead.context | (lead.link.stems | lead.link.context if lead.link else frozenset())
-    coverage = sum(w for k, w in intent.weights.items() if k in stems) / max(1e-9, sum(intent.weights.values()))
+    found = matched(intent.weights, stems)
+    coverage = sum(w for k, w in intent.weights.items() if k in found) / max(1e-9, sum(intent.weights.values()))
     if intent.name_stems:
-        names = len(intent.name_stems & stems) / len(intent.name_stems)
+        names = len(intent.name_stems & found) / len(intent.name_stems)
         if names < ANSWERED_MIN_NAME_COVERAGE:
             return False
     if not intent.weights:

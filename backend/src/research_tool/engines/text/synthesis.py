@@ -33,7 +33,7 @@ LINK_BONUS = 0.5  # a fact about something an earlier answer sentence introduced
 ANSWER_REDUNDANT = 0.5  # an answer sentence this close (Jaccard of stems) to an earlier one adds nothing
 COVERAGE_WEIGHT = 0.6  # bonus for answer sentences that bring question terms no earlier sentence covered
 
-NOT_ANSWERED = "_The sources found do not answer this question; the closest statements they make:_"
+NOT_ANSWERED = "_The sources found do not answer this question. The closest statements they make:_"
 NO_STATEMENT = "_The sources found do not answer this question: no retrieved source made a statement that bears on it._"
 
 STOP_EXPLANATIONS: dict[str, str] = {
@@ -64,7 +64,7 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
         closest = [_cited_candidate(c, by_id, numbers) for c in selection.closest] or [
             _cited_sentence(f, numbers) for f in ranked[:MIN_ANSWER_SENTENCES]
         ]
-        answer = " ".join([NOT_ANSWERED, *closest])
+        answer = NOT_ANSWERED + "\n" + " ".join(closest)
         lead_facts = []
     else:
         answer = NO_STATEMENT
