@@ -57,8 +57,8 @@ from research_tool.engines.prompt_templates import (
     truncate,
 )
 from research_tool.engines.quote_match import find_quote
-from research_tool.engines.text.answering import select_answer
 from research_tool.engines.structured_output import compact_schema, parse_structured
+from research_tool.engines.text.answering import select_answer
 from research_tool.models.domain import DomainConfiguration, DomainName
 from research_tool.models.entities import Entity, Evidence, Fact, SourceResult, normalize_key, utc_now_iso
 from research_tool.models.schemas import (

@@ -15,8 +15,8 @@ the sources answer the question at all.
   own sentences and the verdict leads.
 - How-to questions lead with the call signature of the API whose documentation best covers the question,
   then one sentence per aspect, preferring sentences with code-like spans.
-- `answered` is false when the best candidate covers too little of the question's weighted terms (the
-  named things above all) or lacks a value of the expected type.
+- `answered` is false when the best candidate (with its title, antecedent and link) covers less than half
+  of the question's weighted terms (names weigh more): the sources talk about something else.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from research_tool.engines.text.facts import clean_statement, is_declarative
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.slots import required_slots
-from research_tool.engines.text.tokens import content_stems, stem, stem_set, words
+from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set, words
 from research_tool.models.entities import normalize_key
 
 AnswerType = Literal[
@@ -47,14 +47,13 @@ MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
 CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much
-TYPE_BONUS = 0.25  # the sentence carries a value of the expected type the question does not name
+TYPE_BONUS = 0.4  # the sentence carries a value of the expected type the question does not name
 CODE_BONUS = 0.25  # how-to: a code-like span
 SOURCE_PRIOR = 0.12  # [1] gets this much more than the last source
 RESTATES_PENALTY = 0.2  # fewer than two content words beyond the question's
 CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
-CHAIN_BONUS = 0.05  # the far end of a chain answers; the link only leads to it
+CHAIN_BONUS = 0.1  # the far end of a chain answers; the link only leads to it
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
-ANSWERED_MIN_NAME_COVERAGE = 0.5  # and at least this share of the question's names must be found
 SHORT_ANSWER_WORDS = 8
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
@@ -114,7 +113,7 @@ def classify_question(question: str) -> QuestionIntent:
     if _HOWTO_RE.match(text):
         answer_type = "howto"
     elif kind in ("person", "place", "date", "number", "definition", "reason"):
-        answer_type = kind  # type: ignore[assignment]
+        answer_type = kind
     elif kind == "yes_no":
         answer_type = "yes_no"
     elif kind == "entity" and set(slot.terms) & _ORG_HEADS:
@@ -122,7 +121,9 @@ def classify_question(question: str) -> QuestionIntent:
     else:
         answer_type = "thing"
     mentions = [m for m in find_mentions(text) if m.entity_type not in ("number",)]
-    names = tuple(dict.fromkeys(m.text for m in mentions if m.entity_type != "date" and m.start > 0 or _inner(m.text)))
+    names = tuple(
+        dict.fromkeys(m.text for m in mentions if (m.entity_type != "date" and m.start > 0) or _inner(m.text))
+    )
     weights: dict[str, float] = {}
     for word in query_words(text):
         for key in content_stems(word):
@@ -179,7 +180,11 @@ class Candidate:
     filler: str | None = None
     link: Candidate | None = None  # the sentence that named this one's page (second hop)
     signature: bool = False
-    aspects: set[int] = field(default_factory=set)
+
+    @property
+    def joint(self) -> frozenset[str]:
+        """Its words with its antecedent's: "She served as ..." is judged with the sentence naming her."""
+        return self.stems | self.antecedent.stems if self.antecedent is not None else self.stems
 
 
 @dataclass
@@ -213,11 +218,7 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             context = title_stems
             antecedent = None
             if _PRONOUN_RE.match(statement) and previous is not None:
-                antecedent = previous
-                subject = next(
-                    (m.text for m in find_mentions(previous.statement) if m.entity_type not in ("date", "number")), ""
-                )
-                context = context | stem_set(subject)
+                antecedent = previous  # judged (and quoted) together with the sentence it refers to
             candidate = Candidate(numbered.n, source.url, statement, sentence.index, stems, context, antecedent)
             candidates.append(candidate)
             previous = candidate
@@ -307,7 +308,7 @@ def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[
     weights = _idf_weights(intent, pool)
     total_sources = max(1, len(docs))
     for c in pool:
-        c.coverage = _coverage(c.stems, c.context, weights)
+        c.coverage = _coverage(c.joint, c.context, weights)
     # typing a sentence (finding its names) is the costly part: only the plausible ones are typed
     plausible = {id(c) for c in sorted(pool, key=lambda c: -c.coverage)[:MAX_TYPED_CANDIDATES]}
     for doc in docs:
@@ -331,19 +332,30 @@ def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
     if intent.answer_type in ("howto", "yes_no"):
         return
     best_links = sorted(pool, key=lambda c: -c.coverage)[:12]
+    titles = {d.n: d.title_key for d in docs}
     for doc in docs:
         if len(doc.title_key) < 4 or doc.title_key in normalize_key(intent.text):
             continue
-        linking = [c for c in best_links if c.n != doc.n and doc.title_key in normalize_key(c.statement)]
+        # chunks of one document share its title: naming it is no link to another page
+        linking = [
+            c
+            for c in best_links
+            if c.n != doc.n and titles.get(c.n) != doc.title_key and doc.title_key in normalize_key(c.statement)
+        ]
         if not linking:
             continue
         link = max(linking, key=lambda c: c.coverage)
+        open_type = intent.answer_type in ("thing", "definition", "reason")
         for c in doc.candidates:
-            if not c.filler or _named_in_question(c.filler, intent) or c.filler.casefold() in link.statement.casefold():
+            typed = bool(c.filler) and not _named_in_question(c.filler or "", intent)
+            if c.filler and c.filler.casefold() in link.statement.casefold():
+                typed = False  # the value came from the link itself: no second hop
+            if not typed and not (open_type and not _restates(c, intent)):
                 continue
+            # the link sentence is about its own page's subject: its title counts as its words
             chained = (
-                CHAIN_SHARE * _coverage(c.stems | link.stems, c.context | link.context, weights)
-                + TYPE_BONUS
+                CHAIN_SHARE * _coverage(c.joint | link.joint | link.context, c.context, weights)
+                + (TYPE_BONUS if typed else 0.0)
                 + CHAIN_BONUS
             )
             if chained > c.score:
@@ -388,18 +400,12 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
 
 
 def _answers(intent: QuestionIntent, lead: Candidate) -> bool:
-    """Enough of the question covered (its named things above all), with a value of the expected type."""
-    stems = lead.stems | lead.context | (lead.link.stems | lead.link.context if lead.link else frozenset())
-    found = matched(intent.weights, stems)
-    coverage = sum(w for k, w in intent.weights.items() if k in found) / max(1e-9, sum(intent.weights.values()))
-    if intent.name_stems:
-        names = len(intent.name_stems & found) / len(intent.name_stems)
-        if names < ANSWERED_MIN_NAME_COVERAGE:
-            return False
+    """The lead (with its title, antecedent and link) covers enough of the question's weighted terms."""
     if not intent.weights:
         return False
-    if intent.answer_type in ("person", "place", "date", "number", "organization") and not lead.filler:
-        return False
+    stems = lead.joint | lead.context | (lead.link.joint | lead.link.context if lead.link else frozenset())
+    found = matched(intent.weights, stems)
+    coverage = sum(w for k, w in intent.weights.items() if k in found) / sum(intent.weights.values())
     return coverage >= ANSWERED_MIN_COVERAGE
 
 
@@ -426,56 +432,60 @@ def _similar(c: Candidate, chosen: Sequence[Candidate]) -> bool:
 
 
 def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
-    """The span that answers: a typed value, else the words of the lead nearest the question's terms."""
+    """The span that answers: a typed value, else the span of the lead beyond the question's words that
+    sits closest to where the question's words appear in it."""
     if lead.filler and intent.answer_type not in ("thing", "definition", "reason"):
         return lead.filler
-    mentions = [
-        m for m in find_mentions(lead.statement)
-        if not _named_in_question(m.text, intent) and len(m.text.split()) <= SHORT_ANSWER_WORDS
-    ]  # fmt: skip
-    tokens = re.findall(r"[\w'’.-]+|[^\w\s]", lead.statement)
-    matched = [i for i, t in enumerate(tokens) if stem(t.casefold().strip(".")) in intent.stems]
-    if mentions and matched:
-        positions = {t: i for i, t in enumerate(tokens)}
-        anchor = sum(matched) / len(matched)
-
-        def distance(text: str) -> float:
-            first = text.split()[0]
-            return abs(positions.get(first, len(tokens)) - anchor)
-
-        return min(mentions, key=lambda m: distance(m.text)).text
-    return _phrase_after_question_terms(tokens, matched, intent)
-
-
-def _phrase_after_question_terms(tokens: list[str], matched: list[int], intent: QuestionIntent) -> str | None:
-    """The longest run of words beyond the question's, nearest to where the question's terms appear."""
-    runs: list[tuple[int, int]] = []
-    start = None
-    for i, token in enumerate(tokens):
-        inside = token[0].isalnum() and i not in matched and stem(token.casefold()) not in intent.stems
-        if inside and start is None:
-            start = i
-        if not inside and start is not None:
-            runs.append((start, i))
-            start = None
-    if start is not None:
-        runs.append((start, len(tokens)))
-    runs = [(a, b) for a, b in runs if any(not _stop(t) for t in tokens[a:b])]
-    if not runs:
+    tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%-]+", lead.statement)]
+    if not tokens:
         return None
-    anchor = (sum(matched) / len(matched)) if matched else 0.0
-    a, b = min(runs, key=lambda r: (min(abs(r[0] - anchor), abs(r[1] - anchor)), -(r[1] - r[0])))
-    span = tokens[a:b]
-    while span and _stop(span[0]):
-        span = span[1:]
-    while span and _stop(span[-1]):
-        span = span[:-1]
-    return " ".join(span[:SHORT_ANSWER_WORDS]) or None
+    in_question = [bool(matched(intent.weights, frozenset(content_stems(t)))) for _, _, t in tokens]
+    anchors = [i for i, hit in enumerate(in_question) if hit]
+    spans: list[tuple[int, int]] = []  # token ranges
+    for mention in find_mentions(lead.statement):
+        if _named_in_question(mention.text, intent):
+            continue
+        first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
+        last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
+        if first is not None and last is not None and last >= first:
+            spans.append((first, last + 1))
+    run: int | None = None
+    for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
+        # a run of words outside the question, not crossing a clause break (comma, semicolon, parenthesis)
+        gap = lead.statement[tokens[i - 1][1] : tokens[i][0]] if 0 < i < len(tokens) else ""
+        inside = bool(token) and not in_question[i] and not re.search(r"[,;:()]", gap)
+        if run is not None and not inside:
+            spans.append(_trimmed(tokens, run, i))
+            run = None
+        if bool(token) and not in_question[i] and run is None:
+            run = i
+    spans = [(a, min(b, a + SHORT_ANSWER_WORDS)) for a, b in spans if b > a]
+    if not spans:
+        return None
+
+    def closeness(span: tuple[int, int]) -> float:
+        a, b = span
+        if not anchors:
+            return 0.0
+        return sum(1.0 / (1 + min(abs(i - a), abs(i - (b - 1)))) for i in anchors)
+
+    best = max(spans, key=lambda sp: (closeness(sp) + (0.3 if _capitalised(tokens, sp) else 0.0), sp[1] - sp[0]))
+    return lead.statement[tokens[best[0]][0] : tokens[best[1] - 1][1]].strip(" ,.;:")
+
+
+def _trimmed(tokens: list[tuple[int, int, str]], a: int, b: int) -> tuple[int, int]:
+    while a < b and _stop(tokens[a][2]):
+        a += 1
+    while b > a and _stop(tokens[b - 1][2]):
+        b -= 1
+    return a, b
+
+
+def _capitalised(tokens: list[tuple[int, int, str]], span: tuple[int, int]) -> bool:
+    return any(t[:1].isupper() or t[:1].isdigit() for _, _, t in tokens[span[0] : span[1]])
 
 
 def _stop(token: str) -> bool:
-    from research_tool.engines.text.tokens import is_stopword
-
     return is_stopword(token)
 
 
@@ -499,8 +509,12 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
     if lead_doc is not None and lead_doc.signature is not None and doc_score(lead_doc) >= 0.3:
         chosen.append(lead_doc.signature)
     covered: set[str] = set()  # by prose sentences (a signature names parameters; it explains nothing)
-    for aspect in intent.aspects:
-        if aspect <= covered:
+    pending = [set(a) for a in intent.aspects]
+    while pending and len(chosen) < MAX_ANSWER_SENTENCES:
+        # the next unfilled aspect: what no chosen prose sentence has covered yet
+        aspect = frozenset(pending[0] - matched(pending[0], frozenset(covered)))
+        if not aspect:
+            pending.pop(0)
             continue
         aspect_weights = {k: weights.get(k, 1.0) for k in aspect}
         best = max(
@@ -513,11 +527,11 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             ),
             default=None,
         )
-        if best is not None and _coverage(best.stems, best.context, aspect_weights) > 0:
-            chosen.append(best)
-            covered |= best.stems
-        if len(chosen) >= MAX_ANSWER_SENTENCES:
-            break
+        if best is None or _coverage(best.stems, best.context, aspect_weights) <= 0:
+            pending.pop(0)  # nothing more in the sources for this aspect
+            continue
+        chosen.append(best)
+        covered |= best.stems
     if not chosen:
         ranked = sorted(pool, key=lambda c: -c.score)
         return AnswerSelection([], None, False, closest=ranked[:2])
@@ -620,7 +634,7 @@ def _attribute_value(attribute: str, c: Candidate, subjects: Sequence[str]) -> s
     clause = match.group(1) if match else statement
     for word in re.findall(r"\b[A-Z][\w'’-]+", clause):
         if word.casefold() not in own:
-            return word
+            return str(word)
     return None
 
 

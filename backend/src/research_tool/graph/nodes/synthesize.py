@@ -9,8 +9,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from research_tool.engines.base import NumberedSource, SynthesisDraft, SynthesisInput
-from research_tool.engines.text.synthesis import NO_STATEMENT, NOT_ANSWERED
 from research_tool.engines.cpu_pool import run_cpu
+from research_tool.engines.text.synthesis import NO_STATEMENT, NOT_ANSWERED
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.citations import check_citations
 from research_tool.graph.decisions.source_ranking import rank_sources
@@ -21,7 +21,6 @@ from research_tool.graph.report_assembly import assemble_report, build_citations
 from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import Fact
 from research_tool.models.state import ResearchState, current_facts
-
 
 _EDITORIAL = re.compile(r"^\s*_[^\n]*_[.!?]?\s*$")
 
