@@ -119,7 +119,8 @@ def cited_sentences_found(report: dict[str, Any], texts: dict[str, str]) -> tupl
     the answer (italic editorial notes set aside, paragraphs split) and every finding."""
     by_id = {c["id"]: _plain(texts.get(doc_id(c["url"]), "")) for c in report["citations"]}
     pieces: list[str] = []
-    for paragraph in EDITORIAL.sub("", report["answer"]).split("\n"):
+    body = re.sub(r"^(?:Yes|No)\.\s+", "", EDITORIAL.sub("", report["answer"]).strip())  # the verdict cites nothing
+    for paragraph in body.split("\n"):
         # the engine ends every cited sentence with its markers ("... [2]."), so that is where to cut
         pieces += [s for s in re.split(r"(?<=\][.!?])\s+", paragraph.strip()) if MARKER.search(s)]
     pieces += [f["statement"] for f in report["findings"]]
@@ -134,7 +135,8 @@ def cited_sentences_found(report: dict[str, Any], texts: dict[str, str]) -> tupl
 
 
 def _plain(text: str) -> str:
-    return " ".join(MARKER.sub("", text).split()).casefold()
+    """Markers out, whitespace collapsed and none before punctuation (the citation check tidies "x , y")."""
+    return re.sub(r"\s+([,.;:!?])", r"\1", " ".join(MARKER.sub("", text).split())).casefold()
 
 
 def verdict(report: dict[str, Any]) -> str | None:

@@ -3,7 +3,7 @@
 A fact is one sentence of the source, quoted exactly (`Evidence.quote` is the source's span) and
 cleaned for display (`Fact.statement`: whitespace collapsed, footnote markers and doc gutters gone).
 Relevance is the weighted share of the question's topic words the sentence covers, with the
-document's title standing in for an implicit subject ("She served as ..." on Shirley Temple's page),
+document's title standing in for an implicit subject (a "She served as ..." sentence on a person's page),
 and with the query that found the source as a second reference (a trail query names the bridge entity).
 Only the most relevant sentences of a long document are kept.
 """
@@ -165,7 +165,7 @@ def score_sentences(question: str, source: SourceResult) -> list[ScoredSentence]
     profile = QuestionProfile.of(question)
     query_profile = QuestionProfile.of(source.query) if source.query else None
     title_stems = stem_set(clean_title(source.title))
-    # a document whose title the question names ("Pterocarya", "Scott Howell") is about the question
+    # a document whose title the question names (every word of the title is a question word) is about it
     about_question = 0.2 if title_stems and title_stems <= frozenset(profile.weights) else 0.0
     scored: list[ScoredSentence] = []
     title = clean_statement(source.title).rstrip(".").casefold()

@@ -1,10 +1,14 @@
-"""Extractive synthesis: an answer paragraph and key findings made of the sources' own sentences.
+"""Extractive synthesis: an answer that leads with the answer, and key findings, in the sources' own words.
 
-The answer is 2-5 facts, the most relevant verified ones first, chained so that a fact naming
-something the previous facts introduced (the trail's next hop) comes next. Each sentence carries
-the [n] of every numbered source that states it. Findings are one fact each (their statement is the
-fact's statement, so the report can look the fact up). Gaps name the unfilled slots, claims that rest
-on one source, disagreements, and why research stopped; a degraded run is said in the answer itself.
+The answer comes from `answering.select_answer`: the source sentence that best answers the question
+(its expected answer type, its aspects, a second hop, a pronoun's antecedent), then one sentence per
+remaining aspect or the sentence it leans on, at most four sentences; a yes/no question opens with its
+verdict. Each sentence carries the [n] of its source and of every other source that states it word for
+word. When no sentence answers, the answer says plainly that the sources found do not answer the
+question and quotes the closest statements, and `answered` is false; `short_answer` is the span that
+answers. Findings are one fact each (their statement is the fact's statement, so the report can look the
+fact up). Gaps name the unfilled slots, claims that rest on one source, disagreements, and why research
+stopped; a degraded run is said in the answer itself.
 """
 
 from __future__ import annotations
