@@ -127,8 +127,10 @@ def classify_question(question: str) -> QuestionIntent:
     weights: dict[str, float] = {}
     for word in query_words(text):
         for key in content_stems(word):
-            if key in _TYPE_WORDS.get(answer_type, ()) or (key == "python" and answer_type == "howto"):
+            if key in _TYPE_WORDS.get(answer_type, ()):
                 continue
+            if answer_type == "howto" and (key == "python" or (word.casefold().endswith("ly") and len(word) > 5)):
+                continue  # the language and manner adverbs ("safely", "efficiently") name no API
             weights[key] = 1.0
     name_stems: set[str] = set()
     for name in names:
@@ -536,11 +538,10 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
         ranked = sorted(pool, key=lambda c: -c.score)
         return AnswerSelection([], None, False, closest=ranked[:2])
     api = _api_name(chosen[0], lead_doc, intent)
-    covered |= chosen[0].stems
-    answered = (
-        sum(w for k, w in intent.weights.items() if k in covered) / max(1e-9, sum(intent.weights.values()))
-        >= ANSWERED_MIN_COVERAGE
-    )
+    for c in chosen:
+        covered |= c.stems | c.context  # a page's title (the API's name) is part of what it says
+    found = matched(intent.weights, frozenset(covered))
+    answered = sum(intent.weights[k] for k in found) / max(1e-9, sum(intent.weights.values())) >= ANSWERED_MIN_COVERAGE
     if not answered:
         return AnswerSelection([], None, False, closest=chosen[:2])
     return AnswerSelection(chosen, api, True)
