@@ -18,6 +18,8 @@ from research_tool import __version__
 from research_tool.api.body_size import BodySizeLimitMiddleware
 from research_tool.api.errors import install_error_handlers
 from research_tool.api.metrics import ApiMetrics
+from research_tool.api.routes.pages import install_pages
+from research_tool.api.routes.providers import providers
 from research_tool.api.routes.research import protected, public, research
 from research_tool.api.websocket.progress_ws import progress
 from research_tool.core.logging import configure_logging, get_logger
@@ -67,7 +69,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(public)
     app.include_router(research)
     app.include_router(protected)
+    app.include_router(providers)
     app.include_router(progress)
+    install_pages(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     origins = cors_origins(settings)
     if origins:

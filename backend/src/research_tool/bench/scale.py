@@ -90,15 +90,17 @@ async def run_size(
             providers=(ReplayProvider("wikipedia", wiki_url, WIKIPEDIA_RPS),),
             max_concurrent_sessions=n,
         )
-        async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
-            async with uvicorn_server(env.process_env(), workdir / f"scale-{n}", client) as server:
-                if profile_dir is None:
+        async with (
+            httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client,
+            uvicorn_server(env.process_env(), workdir / f"scale-{n}", client) as server,
+        ):
+            if profile_dir is None:
+                row = await _measure(n, server, client, env, max_iterations, timeout_s)
+            else:
+                with py_spy_record(server.pid, profile_dir / f"scale-{n}.py-spy.txt") as profile:
                     row = await _measure(n, server, client, env, max_iterations, timeout_s)
-                else:
-                    with py_spy_record(server.pid, profile_dir / f"scale-{n}.py-spy.txt") as profile:
-                        row = await _measure(n, server, client, env, max_iterations, timeout_s)
-                    row["profile"] = str(profile) if profile else None
-                return row
+                row["profile"] = str(profile) if profile else None
+            return row
 
 
 async def _measure(

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 from research_tool.core.errors import BadInputError
 from research_tool.models.entities import Citation
-from research_tool.models.report import Finding, Report
+from research_tool.models.report import Finding, Report, ReportMetadata
 
 ExportFormat = Literal["md", "json", "html", "bib"]
 EXPORT_FORMATS: tuple[str, ...] = get_args(ExportFormat)
@@ -182,10 +182,25 @@ def render_markdown(report: Report) -> str:
         f"- {meta.sources_retrieved} sources, {meta.facts_extracted} facts ({meta.facts_verified} verified)",
         f"- access failures: {meta.access_failures}; citations removed: {meta.citations_removed}"
         + ("; **degraded mode**" if meta.degraded_mode else ""),
+        *(f"- {line}" for line in [fallback_line(meta)] if line),
         f"- generated {meta.timestamp} · session {report.session_id}",
         "",
     ]
     return "\n".join(lines)
+
+
+def fallback_line(meta: ReportMetadata) -> str | None:
+    """One line on the steps the model could not do (step names and reason codes only: no model text)."""
+    if not meta.fallbacks and not meta.degraded_reason:
+        return None
+    counts: dict[tuple[str, str], int] = {}
+    for fallback in meta.fallbacks:
+        counts[(fallback.step, fallback.reason)] = counts.get((fallback.step, fallback.reason), 0) + 1
+    steps = "; ".join(f"{step}{f' ×{n}' if n > 1 else ''}: {reason}" for (step, reason), n in counts.items())
+    line = f"model fallbacks: {len(meta.fallbacks)} step(s) done by the offline engine ({steps})" if steps else ""
+    if meta.degraded_reason:
+        line = f"{line}; degraded: {meta.degraded_reason}" if line else f"degraded: {meta.degraded_reason}"
+    return line
 
 
 def _md_citation(citation: Citation) -> str:
@@ -210,7 +225,7 @@ def _md_saturation_table(history: list[dict[str, object]]) -> list[str]:
     keys: list[str] = []
     for entry in history:
         for key, value in entry.items():
-            if key not in keys and isinstance(value, (int, float, str, bool)) and not isinstance(value, dict):
+            if key not in keys and isinstance(value, (int, float, str, bool)):
                 keys.append(key)
     keys = keys[:8]
     if not keys:
@@ -228,7 +243,8 @@ def _md_saturation_table(history: list[dict[str, object]]) -> list[str]:
 # --- html ---------------------------------------------------------------------------------------
 
 _CSS = """
-body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}
+body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;
+color:#1b1b1b}
 h1{font-size:1.6rem;line-height:1.25}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
 .meta,.small{color:#555;font-size:.9rem}ol.sources li{margin:.4rem 0}a.cite{text-decoration:none}
 .conf{color:#555;font-size:.85rem}table{border-collapse:collapse;font-size:.85rem}
@@ -292,7 +308,8 @@ def render_html(report: Report) -> str:
         "<head>",
         '<meta charset="utf-8">',
         # Defence in depth: even a string that escaped escaping could not run or load anything.
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src 'none'\">",
+        '<meta http-equiv="Content-Security-Policy"'
+        " content=\"default-src 'none'; style-src 'unsafe-inline'; img-src 'none'\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_esc(_one_line(report.query))}</title>",
         f"<style>{_CSS}</style>",
@@ -328,9 +345,8 @@ def render_html(report: Report) -> str:
     if report.citations:
         parts += ["<h2>Sources</h2>", '<ol class="sources">']
         for citation in report.citations:
-            parts.append(
-                f'<li id="{_cite_anchor(citation.id)}" value="{_esc(citation.id.strip("[]"))}">{_html_citation(citation)}</li>'
-            )
+            anchor, number = _cite_anchor(citation.id), _esc(citation.id.strip("[]"))
+            parts.append(f'<li id="{anchor}" value="{number}">{_html_citation(citation)}</li>')
         parts.append("</ol>")
 
     if report.entities:
@@ -347,6 +363,7 @@ def render_html(report: Report) -> str:
         f"{meta.sources_retrieved} sources, {meta.facts_extracted} facts ({meta.facts_verified} verified)",
         f"access failures: {meta.access_failures}; citations removed: {meta.citations_removed}"
         + ("; degraded mode" if meta.degraded_mode else ""),
+        *(line for line in [fallback_line(meta)] if line),
         f"generated {meta.timestamp} · session {report.session_id}",
     ]
     parts += ["<h2>Metadata</h2>", '<ul class="small">', *(f"<li>{_esc(line)}</li>" for line in meta_lines), "</ul>"]

@@ -1,18 +1,18 @@
 """The HTTP routes of DESIGN §5: start, status, stop, clarify, report, list, delete, SSE events, /run,
-/healthz and /metrics. Sessions live in SQLite and run in the process's SessionRunner; a route only
-validates, hands over and reads back."""
+/healthz, /metrics and /openapi.json (the web page and the docs pages are in routes/pages.py). Sessions
+live in SQLite and run in the process's SessionRunner; a route only validates, hands over and reads back."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi import Path as PathParam
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
 
 from research_tool.api.auth import require_token
@@ -114,7 +114,7 @@ async def list_sessions(
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> SessionList:
     """Sessions, newest first."""
-    records, total = await services_of(request).store.list(limit=limit, offset=offset)
+    records, total = await services_of(request).store.list_page(limit=limit, offset=offset)
     return SessionList(sessions=[SessionSummary.of(r) for r in records], total=total, limit=limit, offset=offset)
 
 
@@ -214,10 +214,8 @@ async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
     session_id = await create_session(services, body)
     task = services.runner.launch(session_id)
     if not await _finished_within(task, timeout):
-        try:
+        with contextlib.suppress(SessionStateError):  # finished in the meantime
             await services.runner.request_stop(session_id)
-        except SessionStateError:
-            pass  # finished in the meantime
         if not await _finished_within(task, RUN_STOP_GRACE_S):
             raise ApiError(
                 504,
@@ -234,9 +232,9 @@ async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
     return JSONResponse(report, headers={"X-Session-Id": session_id})
 
 
-async def _finished_within(task: asyncio.Task[None], timeout: float) -> bool:
+async def _finished_within(task: asyncio.Task[None], seconds: float) -> bool:
     """Wait for the session task without cancelling it (a client that leaves does not stop the session)."""
-    done, _ = await asyncio.wait({task}, timeout=timeout)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
     return bool(done)
 
 
@@ -260,8 +258,3 @@ async def metrics(request: Request) -> Response:
 async def openapi_schema(request: Request) -> JSONResponse:
     """The OpenAPI schema (behind the token like every route but /healthz)."""
     return JSONResponse(request.app.openapi())
-
-
-@protected.get("/docs", include_in_schema=False)
-async def api_docs() -> HTMLResponse:
-    return get_swagger_ui_html(openapi_url="/openapi.json", title="Research Tool API")

@@ -30,6 +30,7 @@ from typing import Literal
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.entities import clean_title, find_mentions
 from research_tool.engines.text.facts import clean_statement, is_declarative
+from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.slots import required_slots
@@ -210,7 +211,7 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
         candidates: list[Candidate] = []
         previous: Candidate | None = None
         for sentence in split_sentences(text)[:MAX_SENTENCES_PER_SOURCE]:
-            if not is_declarative(sentence.text):
+            if not is_declarative(sentence.text) or is_instruction_like(sentence.text):
                 previous = None
                 continue
             # quoted word for word (whitespace aside) unless footnote markers must go
