@@ -327,3 +327,15 @@ async def test_subfolder_of_an_indexed_folder_joins_its_collection(tmp_path: Pat
     assert stats.docs_unchanged == 1 and stats.docs_added == 0
     hits = await index.search("heron reed", roots=[tmp_path / "top" / "sub"])
     assert [h.title for h in hits] == ["Two"]
+
+
+async def test_a_second_index_object_on_an_existing_file_takes_no_write_lock_and_keeps_working(
+    tmp_path: Path,
+) -> None:
+    """Sessions each open their own CorpusIndex on one file: opening an existing layout writes nothing."""
+    write(tmp_path / "docs" / "a.md", "# Heron\n\nThe heron waits by the reed bed.\n")
+    first = CorpusIndex(tmp_path / "index.db")
+    await first.index_folder(tmp_path / "docs")
+    second = CorpusIndex(tmp_path / "index.db")
+    for _ in range(2):
+        assert [h.title for h in await second.search("heron", roots=[tmp_path / "docs"])] == ["Heron"]

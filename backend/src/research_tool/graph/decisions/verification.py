@@ -186,9 +186,7 @@ def _same_claim(a: str, b: str) -> bool:
 
 def _names(statement: str) -> frozenset[str]:
     """The named things of a statement (not dates or quantities, which `_numbers` compares)."""
-    return frozenset(
-        normalize_key(m.text) for m in find_mentions(statement) if m.entity_type not in ("date", "number")
-    )
+    return frozenset(normalize_key(m.text) for m in find_mentions(statement) if m.entity_type not in ("date", "number"))
 
 
 def _union_evidence(evidence_lists: Iterable[list[Evidence]]) -> list[Evidence]:

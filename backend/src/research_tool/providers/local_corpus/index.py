@@ -233,7 +233,7 @@ class CorpusIndex:
                 if version == SCHEMA_VERSION:
                     # Already laid out (another CorpusIndex made it): no write, so concurrent sessions
                     # opening the same file never contend for the write lock here.
-                    self._schema_ready = True
+                    self._schema_ready.set()
                     return
                 conn.execute("PRAGMA journal_mode=WAL")
                 if version not in (0, SCHEMA_VERSION):
