@@ -67,13 +67,15 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
     if selection.answered and selection.sentences:
         lines = [f"{selection.verdict}."] if selection.verdict else []
         lines += [_cited_candidate(c, by_id, numbers) for c in selection.sentences]
-        answer = " ".join(lines)
+        # one sentence a line (one markdown paragraph): the citation check judges each sentence on its own
+        # even when a quoted sentence opens with code or lower case, where a sentence splitter would not cut
+        answer = "\n".join(lines)
         lead_facts = [by_id[i] for i in (Fact.make_id(c.statement) for c in selection.sentences) if i in by_id]
     elif selection.closest or ranked:
         closest = [_cited_candidate(c, by_id, numbers) for c in selection.closest] or [
             _cited_sentence(f, numbers) for f in ranked[:MIN_ANSWER_SENTENCES]
         ]
-        answer = NOT_ANSWERED + "\n" + " ".join(closest)
+        answer = "\n".join([NOT_ANSWERED, *closest])
         lead_facts = []
     else:
         answer = NO_STATEMENT
