@@ -68,7 +68,7 @@ Inlines = tuple[Inline, ...]
 
 # --- block nodes ------------------------------------------------------------------------------------
 
-Role = Literal["", "meta", "small"]
+Role = Literal["", "meta", "small", "short-answer"]
 
 
 @dataclass(frozen=True)
@@ -183,8 +183,20 @@ def text_blocks(text: str) -> tuple[Block, ...]:
 # --- the report as a document ----------------------------------------------------------------------
 
 
+def short_answer_line(report: Report) -> tuple[str, str]:
+    """(label, text) of the line under the title: the short answer, or that the sources do not answer."""
+    if not report.answered:
+        return "Not answered", "the sources found do not answer this question."
+    if report.short_answer:
+        return "Short answer", report.short_answer
+    return "", ""
+
+
 def build_document(report: Report) -> ReportDocument:
     intro: list[Block] = []
+    label, short = short_answer_line(report)
+    if label:
+        intro.append(Paragraph(((Strong((Text(f"{label}:"),)), Text(" " + one_line(short))),), "short-answer"))
     if report.refined_query and one_line(report.refined_query) != one_line(report.query):
         intro.append(
             Paragraph(((Emph((Text("Researched as:"),)), Text(" " + one_line(report.refined_query))),), "meta")
