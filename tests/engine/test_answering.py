@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from research_tool.engines.base import NumberedSource, SynthesisInput
 from research_tool.engines.offline import OfflineEngine
-from research_tool.engines.text.answering import classify_question, select_answer
+from research_tool.engines.text.answering import api_title_match, classify_question, identifier_matched, select_answer
 from research_tool.engines.text.facts import is_declarative
 from research_tool.models.entities import SourceResult
 
@@ -145,3 +145,30 @@ def test_a_long_sentence_ending_in_a_colon_and_a_sentence_listing_names_are_stat
         "Anna, Bert, Carl, Dora, Emil and Frida founded the rowing club in 1901, and the club still races on the river."
     )
     assert not is_declarative("Functions in toolkit: alpha, beta, gamma, delta, epsilon, zeta, eta, theta.")
+
+
+def test_how_to_leads_with_the_api_page_whose_name_spells_the_question_even_without_prose() -> None:
+    sources = [
+        page(
+            1,
+            "tarball.pack — Describe the usual layout of packed ZIP archives.",
+            "tarball.pack — Describe the usual layout of packed ZIP archives.\n\ntarball.pack()\n\n"
+            "Describe the usual layout of packed ZIP archives.",
+        ),
+        # a page holding only a signature and a member list: no prose, yet its name is the answer
+        page(2, "tarball.ZipUnpacker", "tarball.ZipUnpacker\n\ntarball.ZipUnpacker(f, members=None)\n\n"),
+    ]
+    selection = select_answer("How do I unpack a ZIP archive into folders?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement == "tarball.ZipUnpacker(f, members=None)"
+    assert selection.short_answer is not None and selection.short_answer.startswith("tarball.ZipUnpacker(")
+
+
+def test_an_api_name_matches_the_words_it_abbreviates_or_contains() -> None:
+    assert identifier_matched(["dictionary", "read"], "csvlib.DictReader") == {"dictionary", "read"}
+    assert identifier_matched(["iso"], "dates.fromisoformat") == {"iso"}
+    assert identifier_matched(["file"], "csvlib.DictReader") == frozenset()
+    # only a how-to question looks at API names, and only a title that names an API counts
+    assert api_title_match("How do I read a file into dictionaries?", "csvlib.DictReader") > 0.5
+    assert api_title_match("Who read the dictionaries?", "csvlib.DictReader") == 0.0
+    assert api_title_match("How do I read a file into dictionaries?", "Reading dictionaries") == 0.0

@@ -14,7 +14,9 @@ the sources answer the question at all.
 - Yes/no comparisons ("Are X and Y both ...?", "... the same ...?") are decided from each named thing's
   own sentences and the verdict leads.
 - How-to questions lead with the call signature of the API whose documentation best covers the question,
-  then one sentence per aspect, preferring sentences with code-like spans.
+  then one sentence per aspect, preferring sentences with code-like spans. An API page answers through its
+  name as well as its prose: "csv.DictReader" spells out "read ... into dictionaries" even when its page
+  holds only a signature and a member list.
 - `answered` is false when the best candidate (with its title, antecedent and link) covers less than half
   of the question's weighted terms (names weigh more): the sources talk about something else.
 """
@@ -25,6 +27,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from research_tool.engines.base import NumberedSource
@@ -56,6 +59,7 @@ CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
 CHAIN_BONUS = 0.1  # the far end of a chain answers; the link only leads to it
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
+MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 _SIGNATURE_RE = re.compile(r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*\))[ \t]*$", re.MULTILINE)
@@ -227,7 +231,7 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             previous = candidate
         signature = None
         match = _SIGNATURE_RE.search(text[:3000])
-        if match and len(match.group(1)) <= 200:
+        if match and len(match.group(1)) <= MAX_SIGNATURE_CHARS:
             line = match.group(1).strip()
             signature = Candidate(
                 numbered.n, source.url, line, -1, frozenset(content_stems(line)), title_stems, signature=True
@@ -494,6 +498,49 @@ def _stop(token: str) -> bool:
 
 # --- how-to ---------------------------------------------------------------------------------------------
 
+MIN_IDENTIFIER_PART = 3  # "csv", "log", "dict": shorter parts ("re", "os") match nothing on their own
+API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name covers this much of the question
+API_PROSE_SHARE = 0.25  # how-to: the lesser of a page's name match and its best sentence counts this much
+_API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
+
+
+def identifier_matched(terms: Iterable[str], identifier: str) -> frozenset[str]:
+    """The question terms an API name spells out: its dotted and camel-case parts match a term they
+    abbreviate or contain ("dict" ~ "dictionary", "reader" ~ "read", "fromisoformat" ~ "iso"), besides the
+    usual stem match."""
+    parts = stem_set(identifier)
+    pieces = {p for p in parts if len(p) >= MIN_IDENTIFIER_PART and "." not in p}
+    terms = list(terms)
+    out = set(matched(terms, parts))
+    for term in terms:
+        if len(term) >= MIN_IDENTIFIER_PART and any(term.startswith(p) or term in p for p in pieces):
+            out.add(term)
+    return frozenset(out)
+
+
+def api_name(title: str) -> str | None:
+    """The code identifier a page's title names ("csv.DictReader — ..." -> "csv.DictReader"), if any."""
+    match = _API_NAME_RE.match(title)
+    return match.group(1).rstrip("(") if match else None
+
+
+@lru_cache(maxsize=64)
+def _cached_intent(question: str) -> QuestionIntent:
+    return classify_question(question)
+
+
+def api_title_match(question: str, title: str) -> float:
+    """For a how-to question: the weighted share of the question's terms that an API page's name spells
+    out (0 for any other question, or a title that names no API)."""
+    name = api_name(title)
+    if name is None:
+        return 0.0
+    intent = _cached_intent(question)
+    if intent.answer_type != "howto" or name is None or not intent.weights:
+        return 0.0
+    found = identifier_matched(intent.weights, name)
+    return sum(intent.weights[k] for k in found) / sum(intent.weights.values())
+
 
 def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
     """Lead with the call signature of the page that best covers the question, then one sentence per aspect."""
@@ -501,10 +548,21 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
 
     def doc_score(doc: SourceDoc) -> float:
         best = max((c.coverage for c in doc.candidates), default=0.0)
-        title = _coverage(
-            stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
-        )
-        return best + title + SOURCE_PRIOR * (1.0 - (doc.n - 1) / max(1, len(docs)))
+        prior = SOURCE_PRIOR * (1.0 - (doc.n - 1) / max(1, len(docs)))
+        name = api_name(doc.title)
+        if name is None:
+            title = _coverage(
+                stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
+            )
+            return best + title + prior
+        # an API page answers through its name or through its prose (its title's summary is prose too):
+        # a page holding only a signature and a member list, whose name spells the question out, competes
+        # with one that explains more but whose name says less
+        named = identifier_matched(weights, name)
+        if doc.signature is not None:  # its parameters name what it does too ("default_factory")
+            named |= matched(weights, doc.signature.stems)
+        title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
+        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior
 
     with_signature = [d for d in docs if d.signature is not None]
     chosen: list[Candidate] = []
@@ -542,6 +600,9 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
     for c in chosen:
         covered |= c.stems | c.context  # a page's title (the API's name) is part of what it says
     found = matched(intent.weights, frozenset(covered))
+    for c in chosen:
+        name = api_name(c.statement) if c.signature else None
+        found |= identifier_matched(intent.weights, name) if name else frozenset()
     answered = sum(intent.weights[k] for k in found) / max(1e-9, sum(intent.weights.values())) >= ANSWERED_MIN_COVERAGE
     if not answered:
         return AnswerSelection([], None, False, closest=chosen[:2])
