@@ -172,3 +172,34 @@ def test_an_api_name_matches_the_words_it_abbreviates_or_contains() -> None:
     assert api_title_match("How do I read a file into dictionaries?", "csvlib.DictReader") > 0.5
     assert api_title_match("Who read the dictionaries?", "csvlib.DictReader") == 0.0
     assert api_title_match("How do I read a file into dictionaries?", "Reading dictionaries") == 0.0
+
+
+def short(question: str, sentence: str) -> str | None:
+    return select_answer(question, [page(1, "Notes", sentence)]).short_answer
+
+
+def test_short_answer_takes_the_value_beside_the_question_words_not_the_first_one() -> None:
+    # two dates: the one next to the question's words answers
+    assert (
+        short("When was the Tolt convention held?", "After the 1851 floods, the 1871 Tolt convention was held.")
+        == "1871"
+    )
+    # "what percentage" asks for a value, and the value beside the question's words is the answer
+    assert (
+        short(
+            "What percentage of Tolt pupils attend Varn schools?",
+            "About 7% of infants and 32% of Tolt pupils attend Varn schools.",
+        )
+        == "32%"
+    )
+
+
+def test_short_answer_names_what_the_head_noun_introduces_and_keeps_joined_names_whole() -> None:
+    assert (
+        short("What toxin stops the Tolt beetle?", "A toxin called velorin stops the Tolt beetle from feeding.")
+        == "called velorin"
+    )
+    assert (
+        short("Who founded the Varn guild?", "The Varn guild was founded by Ann Lee and Bo Tam in the old town.")
+        == "Ann Lee and Bo Tam"
+    )

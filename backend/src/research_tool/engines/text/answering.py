@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 from typing import Literal
 
 from research_tool.engines.base import NumberedSource
@@ -59,6 +60,9 @@ CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
 CHAIN_BONUS = 0.1  # the far end of a chain answers; the link only leads to it
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
+SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
+SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
+SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
@@ -438,46 +442,160 @@ def _similar(c: Candidate, chosen: Sequence[Candidate]) -> bool:
 # --- short answers ---------------------------------------------------------------------------------------
 
 
+_EXPECTED_MENTIONS: dict[str, tuple[str, ...]] = {
+    "date": ("date",),
+    "number": ("number",),
+    "person": ("person",),
+    "place": ("place",),
+    "organization": ("organization",),
+}
+_MEASURE_HEADS = frozenset(
+    stem(w) for w in ["percentage", "percent", "proportion", "share", "rate", "amount", "population", "cost",
+                      "price", "fee", "temperature", "distance", "length", "height", "weight", "size", "age"]
+)  # fmt: skip
+_QUOTED_RE = re.compile(r"[\"“]([^\"“”]{1,60})[\"”]")
+_WHAT_IS_RE = re.compile(r"^\s*what\s+(?:is|are|was|were)\b", re.IGNORECASE)
+_NP_END_RE = re.compile(
+    r"^(?:of|in|on|at|for|with|by|from|to|that|which|who|whose|where|when|and|or|but|as|since|because|is|are|was|were)$",
+    re.IGNORECASE,
+)
+_WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
+_VALUE_RE = re.compile(r"^[-–€$£]?\d[\d,.]*(?:[–-]\d[\d,.]*)?%?$")
+_CLAUSE_BREAK = re.compile(r"[,;:()\u2014\"]|\s[\u2013-]\s")
+
+
+@dataclass(frozen=True)
+class _Span:
+    first: int  # token range [first, last)
+    last: int
+    typed: bool  # a mention of the expected answer type
+    mention: bool = False  # a named thing or value (entity mention)
+
+
 def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
-    """The span that answers: a typed value, else the span of the lead beyond the question's words that
-    sits closest to where the question's words appear in it."""
-    if lead.filler and intent.answer_type not in ("thing", "definition", "reason"):
-        return lead.filler
-    tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%-]+", lead.statement)]
+    """The span of the lead that answers: among its mentions of the expected type (a date for "when", a
+    number for "how many") and its runs of words beyond the question's, the one sitting right beside the
+    question's words in the sentence (answers follow or precede what the question restates), preferring
+    names and values to common words. None when the lead has no such span."""
+    tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%€$£–-]+", lead.statement)]
     if not tokens:
         return None
     in_question = [bool(matched(intent.weights, frozenset(content_stems(t)))) for _, _, t in tokens]
     anchors = [i for i, hit in enumerate(in_question) if hit]
-    spans: list[tuple[int, int]] = []  # token ranges
+    expected = _EXPECTED_MENTIONS.get(intent.answer_type, ())
+    measure = _WHAT_HEAD_RE.search(intent.text)
+    if measure is not None and stem(measure.group(1).casefold()) in _MEASURE_HEADS:
+        expected = ("number",)  # "what percentage", "what fee": a value
+    spans: list[_Span] = []
     for mention in find_mentions(lead.statement):
         if _named_in_question(mention.text, intent):
             continue
         first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
         last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
         if first is not None and last is not None and last >= first:
-            spans.append((first, last + 1))
+            spans.append(_Span(first, last + 1, mention.entity_type in expected, mention=True))
+    for quoted in _QUOTED_RE.finditer(lead.statement):  # a quoted name ("the name "X"")
+        inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
+        if inner and not all(in_question[i] for i in inner):
+            spans.append(_Span(inner[0], inner[-1] + 1, False, mention=True))
+    if "number" in expected:  # "32%", "€25,000": values the name finder leaves out
+        spans += [
+            _Span(i, i + 1, True, mention=True)
+            for i, t in enumerate(tokens)
+            if _VALUE_RE.match(t[2]) and not in_question[i]
+        ]
+    spans += _joined(spans, tokens, lead.statement)
+    copular = _copular_span(intent, tokens, in_question)
+    if copular is not None:
+        spans.append(copular)
     run: int | None = None
     for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
-        # a run of words outside the question, not crossing a clause break (comma, semicolon, parenthesis)
+        # a run of words outside the question, not crossing a clause break (comma, dash, parenthesis)
         gap = lead.statement[tokens[i - 1][1] : tokens[i][0]] if 0 < i < len(tokens) else ""
-        inside = bool(token) and not in_question[i] and not re.search(r"[,;:()]", gap)
+        inside = bool(token) and not in_question[i] and not _CLAUSE_BREAK.search(gap)
         if run is not None and not inside:
-            spans.append(_trimmed(tokens, run, i))
+            a, b = _trimmed(tokens, run, i)
+            spans.append(_Span(a, b, False))
             run = None
         if bool(token) and not in_question[i] and run is None:
             run = i
-    spans = [(a, min(b, a + SHORT_ANSWER_WORDS)) for a, b in spans if b > a]
+    names = [sp for sp in spans if sp.mention]
+    spans = [
+        _Span(sp.first, min(sp.last, sp.first + SHORT_ANSWER_WORDS), sp.typed, sp.mention)
+        for sp in spans
+        if sp.last > sp.first
+        # a run inside a longer name is a fragment of it ("Free" of "Free Town of Tolt")
+        and (sp.mention or not any(n.first <= sp.first and sp.last <= n.last and n != sp for n in names))
+    ]
+    if expected and lead.filler and not any(sp.typed for sp in spans):
+        return lead.filler
+    if expected and any(sp.typed for sp in spans):
+        spans = [sp for sp in spans if sp.typed]  # "when": a date, never a nearby common word
     if not spans:
         return None
 
-    def closeness(span: tuple[int, int]) -> float:
-        a, b = span
-        if not anchors:
-            return 0.0
-        return sum(1.0 / (1 + min(abs(i - a), abs(i - (b - 1)))) for i in anchors)
+    def words_between(sp: _Span, anchor: int) -> int:
+        """Words between the span and the anchor, not counting stop words."""
+        lo, hi = (sp.last, anchor) if anchor >= sp.last else (anchor + 1, sp.first)
+        return sum(1 for j in range(lo, hi) if not _stop(tokens[j][2]))
 
-    best = max(spans, key=lambda sp: (closeness(sp) + (0.3 if _capitalised(tokens, sp) else 0.0), sp[1] - sp[0]))
-    return lead.statement[tokens[best[0]][0] : tokens[best[1] - 1][1]].strip(" ,.;:")
+    named_at = {i for sp in spans if sp.mention for i in range(sp.first, sp.last)}
+    heads = [i for i in anchors if stem(tokens[i][2].casefold()) in intent.head_terms]
+
+    def named(sp: _Span) -> bool:
+        """A name or a value: a mention, a number, or a capital that does not merely open the sentence."""
+        return any(
+            i in named_at or tokens[i][2][:1].isdigit() or (i > 0 and tokens[i][2][:1].isupper())
+            for i in range(sp.first, sp.last)
+        )
+
+    def fit(sp: _Span) -> float:
+        near = sorted(words_between(sp, a) for a in anchors if a < sp.first or a >= sp.last)
+        closeness = sum(1.0 / (1 + g) for g in near[:3])  # its nearest question words, not all of them
+        is_named = named(sp)
+        common = sp.last - sp.first == 1 and not is_named  # one common word ("level", "taking"): rarely the answer
+        beside_head = any(h < sp.first and words_between(sp, h) == 0 for h in heads)  # "which toxin": "toxin called X"
+        return (
+            closeness
+            + (SHORT_HEAD_BONUS if sp == copular else 0.0)
+            + (SHORT_NAMED_BONUS if is_named else 0.0)
+            + (SHORT_HEAD_BONUS if beside_head else 0.0)
+            - (SHORT_COMMON_PENALTY if common else 0.0)
+        )
+
+    best = max(spans, key=lambda sp: (fit(sp), sp.last - sp.first))
+    last = best.last
+    if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
+        last += 1  # "a progressive tax system": the head noun completes the phrase it ends
+    return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
+
+
+def _copular_span(intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool]) -> _Span | None:
+    """ "What is X?": the noun phrase after "X is (a|the)", up to a preposition, relative word or clause end."""
+    if not _WHAT_IS_RE.match(intent.text):
+        return None
+    for i, (_, _, token) in enumerate(tokens[:-1]):
+        if token.casefold() in ("is", "are", "was", "were") and i > 0 and in_question[i - 1]:
+            first = i + 1
+            while first < len(tokens) and tokens[first][2].casefold() in ("a", "an", "the", "one", "of"):
+                first += 1
+            last = first
+            while last < len(tokens) and last - first < SHORT_ANSWER_WORDS and not _NP_END_RE.match(tokens[last][2]):
+                last += 1
+            if last > first and not all(in_question[first:last]):
+                return _Span(first, last, False)
+    return None
+
+
+def _joined(spans: Sequence[_Span], tokens: list[tuple[int, int, str]], text: str) -> list[_Span]:
+    """Two mentions joined by "and" ("Ann Lee and Bo Lee"): one answer span."""
+    mentions = sorted((sp for sp in spans if sp.mention), key=lambda sp: sp.first)
+    out = []
+    for a, b in pairwise(mentions):
+        between = text[tokens[a.last - 1][1] : tokens[b.first][0]].strip()
+        if between in ("and", "or", "&") and b.last - a.first <= SHORT_ANSWER_WORDS:
+            out.append(_Span(a.first, b.last, a.typed, mention=True))
+    return out
 
 
 def _trimmed(tokens: list[tuple[int, int, str]], a: int, b: int) -> tuple[int, int]:
