@@ -62,6 +62,7 @@ ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the 
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
 SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
+SHORT_OTHER_SIDE = 1.0
 SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
@@ -461,6 +462,7 @@ _NP_END_RE = re.compile(
 )
 _WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
 _VALUE_RE = re.compile(r"^[-–€$£]?\d[\d,.]*(?:[–-]\d[\d,.]*)?%?$")
+_LOOSE_TYPES = frozenset(["person", "place", "organization"])  # a name the finder could not type may be one
 _CLAUSE_BREAK = re.compile(r"[,;:()\u2014\"]|\s[\u2013-]\s")
 
 
@@ -492,8 +494,10 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             continue
         first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
         last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
-        if first is not None and last is not None and last >= first:
-            spans.append(_Span(first, last + 1, mention.entity_type in expected, mention=True))
+        if first is None or last is None or last < first or (first == last == 0 and mention.entity_type == "other"):
+            continue  # a lone capital opening the sentence ("Under", "Normally") is no name
+        typed = mention.entity_type in expected or (mention.entity_type == "other" and _LOOSE_TYPES & set(expected))
+        spans.append(_Span(first, last + 1, bool(typed), mention=True))
     for quoted in _QUOTED_RE.finditer(lead.statement):  # a quoted name ("the name "X"")
         inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
         if inner and not all(in_question[i] for i in inner):
@@ -527,8 +531,6 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         # a run inside a longer name is a fragment of it ("Free" of "Free Town of Tolt")
         and (sp.mention or not any(n.first <= sp.first and sp.last <= n.last and n != sp for n in names))
     ]
-    if expected and lead.filler and not any(sp.typed for sp in spans):
-        return lead.filler
     if expected and any(sp.typed for sp in spans):
         spans = [sp for sp in spans if sp.typed]  # "when": a date, never a nearby common word
     if not spans:
@@ -550,8 +552,10 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         )
 
     def fit(sp: _Span) -> float:
-        near = sorted(words_between(sp, a) for a in anchors if a < sp.first or a >= sp.last)
-        closeness = sum(1.0 / (1 + g) for g in near[:3])  # its nearest question words, not all of them
+        before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
+        after = sorted(words_between(sp, a) for a in anchors if a >= sp.last)
+        # answers sit at one edge of what the sentence restates of the question, not inside it
+        closeness = max(sum(1.0 / (1 + g) for g in side[:3]) for side in (before, after))
         is_named = named(sp)
         common = sp.last - sp.first == 1 and not is_named  # one common word ("level", "taking"): rarely the answer
         beside_head = any(h < sp.first and words_between(sp, h) == 0 for h in heads)  # "which toxin": "toxin called X"
