@@ -25,10 +25,6 @@ PROVIDER_NAMES: tuple[str, ...] = (
 )
 
 
-def _alias(*names: str) -> AliasChoices:
-    return AliasChoices(*names)
-
-
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RESEARCH_", env_file=".env", extra="ignore", populate_by_name=True)
 
@@ -61,22 +57,22 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=300.0, gt=0)  # one model call (connect: 5 s)
     llm_context_tokens: int = Field(default=16_384, ge=2048)  # Ollama num_ctx (its default truncates prompts)
     ollama_base_url: str = Field(
-        default="http://localhost:11434", validation_alias=_alias("OLLAMA_BASE_URL", "RESEARCH_OLLAMA_BASE_URL")
+        default="http://localhost:11434", validation_alias=AliasChoices("OLLAMA_BASE_URL", "RESEARCH_OLLAMA_BASE_URL")
     )
-    openai_base_url: str | None = Field(default=None, validation_alias=_alias("OPENAI_BASE_URL"))
-    openai_api_key: str | None = Field(default=None, validation_alias=_alias("OPENAI_API_KEY"))
-    anthropic_api_key: str | None = Field(default=None, validation_alias=_alias("ANTHROPIC_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
+    openai_api_key: str | None = Field(default=None, validation_alias="OPENAI_API_KEY")
+    anthropic_api_key: str | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
 
     # Local documents (paths joined by os.pathsep).
     corpus_dirs: str = ""
 
     # Provider keys, under the providers' own names.
-    tavily_api_key: str | None = Field(default=None, validation_alias=_alias("TAVILY_API_KEY"))
-    exa_api_key: str | None = Field(default=None, validation_alias=_alias("EXA_API_KEY"))
-    brave_api_key: str | None = Field(default=None, validation_alias=_alias("BRAVE_API_KEY"))
-    semantic_scholar_api_key: str | None = Field(default=None, validation_alias=_alias("SEMANTIC_SCHOLAR_API_KEY"))
-    ncbi_api_key: str | None = Field(default=None, validation_alias=_alias("NCBI_API_KEY"))
-    unpaywall_email: str | None = Field(default=None, validation_alias=_alias("UNPAYWALL_EMAIL"))
+    tavily_api_key: str | None = Field(default=None, validation_alias="TAVILY_API_KEY")
+    exa_api_key: str | None = Field(default=None, validation_alias="EXA_API_KEY")
+    brave_api_key: str | None = Field(default=None, validation_alias="BRAVE_API_KEY")
+    semantic_scholar_api_key: str | None = Field(default=None, validation_alias="SEMANTIC_SCHOLAR_API_KEY")
+    ncbi_api_key: str | None = Field(default=None, validation_alias="NCBI_API_KEY")
+    unpaywall_email: str | None = Field(default=None, validation_alias="UNPAYWALL_EMAIL")
 
     # Per-provider base URL and rate: RESEARCH_<NAME>_BASE_URL, RESEARCH_<NAME>_RPS.
     tavily_base_url: str | None = None

@@ -479,18 +479,6 @@ class CorpusIndex:
             params.extend((root, low, high))
         return "(" + " OR ".join(parts) + ")", params
 
-    async def document_count(self, roots: Sequence[Path | str] | None = None) -> int:
-        def count() -> int:
-            root_strs = [str(Path(r).expanduser().resolve()) for r in roots] if roots is not None else None
-            with closing(self._connect()) as conn:
-                return (
-                    self._count_docs(conn, root_strs)
-                    if root_strs is not None
-                    else int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-                )
-
-        return await asyncio.to_thread(count)
-
 
 def _location(path: str, doc_key: str, roots: Sequence[str] | None) -> str:
     """The file relative to the (innermost) root that holds it, plus `#id` for a jsonl line."""
