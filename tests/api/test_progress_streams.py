@@ -80,7 +80,9 @@ async def test_sse_reconnect_with_after_gets_every_later_event_once(tmp_path: Pa
             rest = sse_events(rest_body.text)
             stored = [e.seq for e in await api.services.events.replay(sid)]
             assert_exactly_once_in_order(first + rest, stored)
-            assert f"id: {stored[-1]}\nevent: session_completed\n" in rest_body.text
+            # the last frame names the final event and its seq (SSE fields may come in any order)
+            final_frame = rest_body.text.rstrip("\n").rsplit("\n\n", 1)[-1].splitlines()
+            assert f"id: {stored[-1]}" in final_frame and "event: session_completed" in final_frame
 
             # the browser's EventSource reconnects with Last-Event-ID instead of a query parameter
             resumed = await api.client.get(f"/api/research/{sid}/events", headers={"Last-Event-ID": str(K)})
