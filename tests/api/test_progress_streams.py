@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from websockets.asyncio.client import connect
 
 from research_tool.api.event_stream import session_events
@@ -36,6 +37,7 @@ def assert_exactly_once_in_order(received: list[dict[str, Any]], stored: list[in
         assert event["message"].strip()
 
 
+@pytest.mark.slow
 async def test_websocket_reconnect_with_after_gets_every_later_event_once(tmp_path: Path, slow_wiki: SlowWiki) -> None:
     with slow_wiki(0.3) as (url, _):
         async with serve(offline_settings(tmp_path / "data", url)) as api:
@@ -59,6 +61,7 @@ async def test_websocket_reconnect_with_after_gets_every_later_event_once(tmp_pa
             assert [e["seq"] for e in tail] == [stored[-1]]
 
 
+@pytest.mark.slow
 async def test_sse_reconnect_with_after_gets_every_later_event_once(tmp_path: Path, slow_wiki: SlowWiki) -> None:
     with slow_wiki(0.3) as (url, _):
         async with serve(offline_settings(tmp_path / "data", url)) as api:

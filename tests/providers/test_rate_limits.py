@@ -48,6 +48,7 @@ def record_grants(limiter: RateLimiter, monkeypatch: pytest.MonkeyPatch) -> list
     return grants
 
 
+@pytest.mark.slow
 async def test_ten_concurrent_searches_at_two_per_second(
     replay: ReplayServer,
     make_settings: Callable[..., Settings],
