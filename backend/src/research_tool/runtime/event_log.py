@@ -53,7 +53,10 @@ class EventLog:
                 (session_id, seq, event.ts, type, phase, message, json.dumps(event.data, default=str)),
             )
             await self._conn.commit()
-            self._next_seq[session_id] = seq + 1
+            if event.is_final:
+                self._next_seq.pop(session_id, None)  # nothing more is expected: read MAX(seq) if something comes
+            else:
+                self._next_seq[session_id] = seq + 1
         for queue in list(self._subscribers.get(session_id, ())):
             queue.put_nowait(event)
         return event
