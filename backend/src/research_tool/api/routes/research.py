@@ -37,12 +37,12 @@ from research_tool.models.api import (
 from research_tool.models.events import Event
 from research_tool.models.report import Report
 from research_tool.models.request import ReportFormat, ResearchRequest
+from research_tool.models.sessions import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 from research_tool.runtime.composition import ResearchServices
 
 log = get_logger(__name__)
 
 RUN_STOP_GRACE_S = 30.0  # /run: after its timeout the session is stopped and gets this long to write its report
-MAX_SESSION_ID_CHARS = 128
 REPORT_MEDIA_TYPES: dict[str, str] = {
     "md": "text/markdown; charset=utf-8",
     "html": "text/html; charset=utf-8",
@@ -54,7 +54,15 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorResponse} for code in (400, 401, 413, 422, *codes)}
 
 
-SessionId = Annotated[str, PathParam(min_length=1, max_length=MAX_SESSION_ID_CHARS, description="session id")]
+SessionId = Annotated[
+    str,
+    PathParam(
+        min_length=1,
+        max_length=SESSION_ID_MAX_CHARS,
+        pattern=SESSION_ID_PATTERN,
+        description="session id: letters, digits, '-' and '_'",
+    ),
+]
 
 research = APIRouter(prefix="/api/research", tags=["research"], dependencies=[Depends(require_token)])
 protected = APIRouter(dependencies=[Depends(require_token)])

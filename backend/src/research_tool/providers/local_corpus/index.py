@@ -41,8 +41,11 @@ from research_tool.core.stopwords import STOPWORDS
 from research_tool.providers.local_corpus.documents import (
     CorpusDocument,
     DocumentParseError,
+    OutsideRootError,
     is_supported,
+    read_bytes_inside,
     read_documents,
+    resolves_inside,
 )
 
 log = get_logger(__name__)
@@ -159,7 +162,11 @@ def _prefix_bounds(root: str) -> tuple[str, str]:
 
 
 def _walk_supported(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
-    """Supported files under `root` (a folder or one file), skipping hidden files and folders."""
+    """Supported files under `root` (a folder or one file), skipping hidden files and folders.
+
+    `os.walk(followlinks=False)` does not descend into symlinked folders, but it does list symlinked
+    files: one whose real path leaves `root` (`ln -s /etc/passwd notes.txt`) is skipped and logged.
+    """
     if root.is_file():
         yield root, root.stat()
         return
@@ -170,6 +177,9 @@ def _walk_supported(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
                 continue
             path = Path(dirpath) / name
             if not is_supported(path):
+                continue
+            if path.is_symlink() and not resolves_inside(path, root):
+                log.warning("local_file_outside_root", file=str(path), root=str(root))
                 continue
             try:
                 stat = path.stat()
@@ -277,7 +287,7 @@ class CorpusIndex:
                 for file_path, stat in _walk_supported(root):
                     key = str(file_path)
                     seen.add(key)
-                    self._index_file(conn, file_path, stat, known.get(key), stats, pending, collection)
+                    self._index_file(conn, root, file_path, stat, known.get(key), stats, pending, collection)
                     if pending.files >= _COMMIT_EVERY_FILES or pending.docs >= _COMMIT_EVERY_DOCS:
                         conn.execute("COMMIT")
                         conn.execute("BEGIN IMMEDIATE")
@@ -329,6 +339,7 @@ class CorpusIndex:
     def _index_file(
         self,
         conn: sqlite3.Connection,
+        root: Path,
         path: Path,
         stat: os.stat_result,
         known: _FileRow | None,
@@ -344,7 +355,14 @@ class CorpusIndex:
             stats.docs_unchanged += known.doc_count
             return
         try:
-            data = path.read_bytes()
+            data = read_bytes_inside(path, root)
+        except OutsideRootError as exc:
+            log.warning("local_file_outside_root", file=key, root=str(root), error=exc.message)
+            stats.files_failed += 1
+            if known is not None:
+                stats.docs_removed += self._delete_file(conn, key)
+                stats.files_removed += 1
+            return
         except OSError as exc:
             log.warning("local_file_unreadable", file=key, error=str(exc))
             stats.files_failed += 1
