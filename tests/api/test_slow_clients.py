@@ -15,7 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import KEY_ENV, free_socket
+from tests.conftest import FOREIGN_ENV
+
+from .conftest import free_socket
 
 HEADER_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 30
@@ -29,7 +31,7 @@ async def server_url(tmp_path: Path) -> AsyncIterator[str]:
     sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()
-    env = {k: v for k, v in os.environ.items() if k not in KEY_ENV and not k.startswith("RESEARCH_")}
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV and not k.startswith("RESEARCH_")}
     env.update(
         RESEARCH_DATA_DIR=str(tmp_path / "data"),
         RESEARCH_LLM="offline",

@@ -37,6 +37,7 @@ from urllib.parse import quote
 from research_tool.core.errors import BadInputError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import get_settings
+from research_tool.core.stopwords import STOPWORDS
 from research_tool.providers.local_corpus.documents import (
     CorpusDocument,
     DocumentParseError,
@@ -57,22 +58,6 @@ SNIPPET_TOKENS = 40
 _COMMIT_EVERY_FILES = 200
 _COMMIT_EVERY_DOCS = 5_000
 _OPTIMIZE_AFTER_DOCS = 1_000
-
-# Common English function words and question words: they carry no topic, and in an OR query they
-# would match nearly every document. Words kept on purpose: negations stay out of the query too
-# (BM25 cannot use them), but single letters such as "d" (vitamin D) and digits are kept.
-STOPWORDS: frozenset[str] = frozenset(
-    """
-    a about above after again against all also am an and any are as at be because been before being below between
-    both but by can could did do does doing done down during each either else etc ever every few for from further
-    get gets got had has have having he her here hers herself him himself his how i if in into is it its itself just
-    let lets may me might more most much must my myself need neither no nor not now of off on once one only or other
-    our ours ourselves out over own per please same shall she should so some such than that the their theirs them
-    themselves then there these they this those though through to too under until up upon us use used using very via
-    was we were what whats when where whether which while who whom whose why will with within without would yet you
-    your yours yourself yourselves s t ll re ve m
-    """.split()
-)
 
 _TOKEN = re.compile(r"[^\W_]+")
 
@@ -587,18 +572,6 @@ class CorpusIndex:
             parts.append("(d.path = ? OR (d.path >= ? AND d.path < ?))")
             params.extend((root, low, high))
         return "(" + " OR ".join(parts) + ")", params
-
-    async def document_count(self, roots: Sequence[Path | str] | None = None) -> int:
-        def count() -> int:
-            root_strs = [str(Path(r).expanduser().resolve()) for r in roots] if roots is not None else None
-            with closing(self._connect()) as conn:
-                return (
-                    self._count_docs(conn, root_strs)
-                    if root_strs is not None
-                    else int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-                )
-
-        return await asyncio.to_thread(count)
 
 
 def _location(path: str, doc_key: str, roots: Sequence[str] | None) -> str:

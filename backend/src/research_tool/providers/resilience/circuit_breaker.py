@@ -56,10 +56,6 @@ class CircuitBreaker:
             self._advance()
             return self._state
 
-    @property
-    def consecutive_failures(self) -> int:
-        return self._consecutive_failures
-
     def retry_in(self) -> float:
         """Seconds until an open breaker lets a probe through (0 when not open)."""
         with self._guard:
