@@ -47,7 +47,10 @@ class Settings(BaseSettings):
     search_concurrency: int = Field(default=8, ge=1, le=64)
 
     # Server.
-    max_concurrent_sessions: int = Field(default=3, ge=1, le=1000)
+    # Sessions running at once; the rest wait in the queue (RESEARCH_MAX_QUEUED_SESSIONS), and a start beyond
+    # that is refused with 503 + Retry-After.
+    max_concurrent_sessions: int = Field(default=32, ge=1, le=1000)
+    max_queued_sessions: int = Field(default=2000, ge=0, le=100_000)
     clarify_timeout_s: float = Field(default=600.0, gt=0)
     api_token: str | None = None
     cors_origins: str = ""

@@ -90,6 +90,7 @@ async def open_research_services(
                 context_factory=make_context,
                 engine_factory=engine_factory or make_engine,
                 max_concurrent=settings.max_concurrent_sessions,
+                max_queued=settings.max_queued_sessions,
                 clarify_timeout_s=settings.clarify_timeout_s,
             )
             services = ResearchServices(

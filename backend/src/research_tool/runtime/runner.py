@@ -24,6 +24,7 @@ from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.state import ResearchState, current_facts
+from research_tool.runtime.admission import Admission
 from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.session_store import SessionRecord, SessionStore
 
@@ -86,6 +87,7 @@ class SessionRunner:
         engine_factory: EngineFactory,
         max_concurrent: int,
         clarify_timeout_s: float,
+        max_queued: int = 2000,
     ) -> None:
         self.store = store
         self.events = events
@@ -94,6 +96,7 @@ class SessionRunner:
         self._context_factory = context_factory
         self._engine_factory = engine_factory
         self._slots = asyncio.Semaphore(max_concurrent)
+        self.admission = Admission(max_running=max_concurrent, max_queued=max_queued)
         self._clarify_timeout_s = clarify_timeout_s
         self._live: dict[str, _Live] = {}
         self.running_count = 0
@@ -102,10 +105,13 @@ class SessionRunner:
     # --- starting and resuming ------------------------------------------------------------------
 
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
-        record = await self.store.create(request, session_id)
-        await self.events.append(
-            record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d."
-        )
+        """Write a new queued session; ServerBusyError (nothing written) when the queue is full.
+        Launch it before the next await so that its queue place stays taken."""
+        with self.admission.reserve():
+            record = await self.store.create(request, session_id)
+            await self.events.append(
+                record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d."
+            )
         return record
 
     def launch(self, session_id: str) -> asyncio.Task[None]:
@@ -113,6 +119,8 @@ class SessionRunner:
         live = self._live.setdefault(session_id, _Live())
         if live.task is None or live.task.done():
             live.task = asyncio.create_task(self._drive(session_id), name=f"session-{session_id}")
+            self.admission.enqueue(session_id)
+            live.task.add_done_callback(lambda _: self.admission.dequeue(session_id))
         return live.task
 
     async def resume_incomplete(self) -> list[str]:
@@ -183,12 +191,15 @@ class SessionRunner:
 
     async def _drive(self, session_id: str) -> None:
         async with self._slots:
+            self.admission.dequeue(session_id)  # the time guard's clock starts with the first node, after this
             self.running_count += 1
             self.max_running_seen = max(self.max_running_seen, self.running_count)
+            started = time.monotonic()
             try:
                 await self._run(session_id)
             finally:
                 self.running_count -= 1
+                self.admission.record_run(time.monotonic() - started)
 
     async def _run(self, session_id: str) -> None:
         record = await self.store.get(session_id)
