@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from .conftest import QUESTION, OK_BODY, SlowWiki, offline_settings, serve
+from .conftest import OK_BODY, QUESTION, SlowWiki, offline_settings, serve
 
 
 async def test_a_burst_past_capacity_gets_202_or_503_with_retry_after_and_nothing_is_dropped(

@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     token_budget: int = Field(default=200_000, ge=1)
     provider_call_budget: int = Field(default=300, ge=1)
     search_concurrency: int = Field(default=8, ge=1, le=64)
+    # Requests of one provider endpoint in flight at once, process-wide; the rest wait at the endpoint's gate.
+    provider_max_in_flight: int = Field(default=64, ge=1, le=1024)
 
     # Server.
     # Sessions running at once; the rest wait in the queue (RESEARCH_MAX_QUEUED_SESSIONS), and a start beyond

@@ -25,6 +25,7 @@ from research_tool.providers.fetching.crawler import Crawler
 from research_tool.providers.gateway import SearchGateway
 from research_tool.providers.http_client import create_http_client
 from research_tool.providers.memory import MemoryStore
+from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.runner import SessionRunner
 from research_tool.runtime.session_store import SessionRecord, SessionStore
@@ -55,7 +56,8 @@ async def open_research_services(
     settings: Settings, *, engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None = None
 ) -> AsyncIterator[ResearchServices]:
     """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests)."""
-    client = create_http_client()
+    RATE_LIMITERS.max_in_flight = settings.provider_max_in_flight
+    client = create_http_client(settings.provider_max_in_flight)
     conn = await open_database(settings.db_path("sessions.db"))
     try:
         async with AsyncSqliteSaver.from_conn_string(str(settings.db_path("checkpoints.db"))) as checkpointer:
