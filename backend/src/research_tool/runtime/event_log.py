@@ -51,8 +51,7 @@ class EventLog:
             await self._conn.execute(
                 "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (session_id, seq, event.ts, type, phase, message, json.dumps(event.data, default=str)),
-            )
-            await self._conn.commit()
+            )  # autocommit (storage.open_database): durable once executed
             self._next_seq[session_id] = seq + 1
         for queue in list(self._subscribers.get(session_id, ())):
             queue.put_nowait(event)

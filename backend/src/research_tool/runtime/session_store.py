@@ -115,8 +115,8 @@ class SessionStore:
             except ValidationError:
                 self._cache.pop(session_id, None)  # a value a read would reject: let the next read say so
         try:
+            # autocommit (storage.open_database): durable once executed
             await self._conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id))
-            await self._conn.commit()
         except BaseException:
             self._cache.pop(session_id, None)  # the row is what SQLite says it is: read it again next time
             raise
