@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -266,4 +268,4 @@ async def test_unknown_format_is_bad_input(tmp_path: Path) -> None:
         render_report(make_report(), "pdf")
     with pytest.raises(BadInputError):
         await export_report(make_report(), "docx", tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert await asyncio.to_thread(os.listdir, tmp_path) == []

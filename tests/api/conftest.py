@@ -115,9 +115,9 @@ class LiveApi:
         return body
 
     async def wait_for(
-        self, session_id: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = WAIT_S
+        self, session_id: str, predicate: Callable[[dict[str, Any]], bool], within_s: float = WAIT_S
     ) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within_s
         while True:
             status = await self.status(session_id)
             if predicate(status):
@@ -125,17 +125,17 @@ class LiveApi:
             assert time.monotonic() < deadline, f"gave up waiting; last status: {status}"
             await asyncio.sleep(0.05)
 
-    async def wait_status(self, session_id: str, *statuses: str, timeout: float = WAIT_S) -> dict[str, Any]:
+    async def wait_status(self, session_id: str, *statuses: str, within_s: float = WAIT_S) -> dict[str, Any]:
         def reached(status: dict[str, Any]) -> bool:
             if status["status"] in statuses:
                 return True
             assert status["status"] not in ("completed", "failed"), f"session ended otherwise: {status}"
             return False
 
-        return await self.wait_for(session_id, reached, timeout)
+        return await self.wait_for(session_id, reached, within_s)
 
-    async def wait_event(self, session_id: str, event_type: str, timeout: float = WAIT_S) -> None:
-        deadline = time.monotonic() + timeout
+    async def wait_event(self, session_id: str, event_type: str, within_s: float = WAIT_S) -> None:
+        deadline = time.monotonic() + within_s
         while not any(e.type == event_type for e in await self.services.events.replay(session_id)):
             assert time.monotonic() < deadline, f"no {event_type} event for {session_id}"
             await asyncio.sleep(0.02)

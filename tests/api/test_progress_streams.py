@@ -11,6 +11,7 @@ from typing import Any
 from websockets.asyncio.client import connect
 
 from research_tool.api.event_stream import session_events
+from tests.support.polling import eventually
 
 from .conftest import LiveApi, SlowWiki, offline_settings, serve, sse_events
 
@@ -19,8 +20,11 @@ K = 4
 
 async def wait_until_logged(api: LiveApi, session_id: str, count: int) -> None:
     """Let the session log more events while the client is away (so some must come from the replay)."""
-    while len(await api.services.events.replay(session_id)) < count:
-        await asyncio.sleep(0.02)
+
+    async def logged() -> bool:
+        return len(await api.services.events.replay(session_id)) >= count
+
+    await eventually(logged)
 
 
 def assert_exactly_once_in_order(received: list[dict[str, Any]], stored: list[int]) -> None:

@@ -7,6 +7,8 @@ import asyncio
 import time
 from pathlib import Path
 
+from tests.support.polling import eventually
+
 from .conftest import QUESTION, LiveApi, SlowWiki, offline_settings, serve
 
 STOP_DEADLINE_S = 5.0
@@ -23,9 +25,12 @@ async def test_stop_during_collect_completes_with_a_report_and_the_users_reason(
     with slow_wiki(1.0) as (url, replay):
         async with serve(offline_settings(tmp_path / "data", url)) as api:
             sid = await api.start(tier="deep")
+
             # the second cycle's searches are in flight: the first cycle found something to report
-            while await collect_cycles_started(api, sid) < 2 or not (await api.status(sid))["sources_found"]:
-                await asyncio.sleep(0.02)
+            async def second_cycle_with_sources() -> bool:
+                return await collect_cycles_started(api, sid) >= 2 and bool((await api.status(sid))["sources_found"])
+
+            await eventually(second_cycle_with_sources)
 
             stopped_at = time.monotonic()
             first, second = await asyncio.gather(
@@ -33,7 +38,7 @@ async def test_stop_during_collect_completes_with_a_report_and_the_users_reason(
             )
             assert (first.status_code, second.status_code) == (202, 202)
             assert {first.json()["status"], second.json()["status"]} <= {"stopping", "completed"}
-            status = await api.wait_status(sid, "completed", timeout=STOP_DEADLINE_S)
+            status = await api.wait_status(sid, "completed", within_s=STOP_DEADLINE_S)
             assert time.monotonic() - stopped_at < STOP_DEADLINE_S
 
             assert status["stop_reason"] == "user_requested"

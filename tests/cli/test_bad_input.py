@@ -36,7 +36,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("argv,expected", CASES.values(), ids=list(CASES))
+@pytest.mark.parametrize(("argv", "expected"), CASES.values(), ids=list(CASES))
 def test_bad_input_exits_2_with_one_line(argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
     try:
         code = main(argv)

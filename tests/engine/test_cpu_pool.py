@@ -7,14 +7,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+import pytest
 
 from research_tool.engines.cpu_pool import cpu_pool, installed_pool, run_cpu
 from research_tool.engines.offline import THREAD_THRESHOLD_CHARS, OfflineEngine, extract_source
 from research_tool.graph.decisions.verification import cross_verify
 from research_tool.models.entities import Fact
 from tests.engine.corpus_texts import CORLISS_ARCHER_RADIO, KISS_AND_TELL, SHIRLEY_TEMPLE, source
+from tests.support.polling import eventually
 
 QUESTION = "Which government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 SOURCES = [
@@ -84,9 +86,8 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux only: worker liveness is read from /proc")
 async def test_workers_exit_when_the_server_process_is_killed() -> None:
-    if not Path("/proc").is_dir():
-        return  # Linux only: liveness read from /proc
     done = await asyncio.to_thread(
         subprocess.run, [sys.executable, "-c", KILLED_SERVER], capture_output=True, text=True, timeout=60
     )
@@ -94,7 +95,8 @@ async def test_workers_exit_when_the_server_process_is_killed() -> None:
     line = next(line for line in done.stdout.splitlines() if line.startswith("WORKERS "))
     workers = [int(p) for p in line.split()[1:]]
     assert workers and os.getpid() not in workers
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert not any(_alive(p) for p in workers)
+
+    async def all_exited() -> bool:
+        return not any(_alive(p) for p in workers)
+
+    await eventually(all_exited, within_s=10, every_s=0.05)

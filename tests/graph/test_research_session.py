@@ -17,7 +17,12 @@ SATURATION_REASONS = {"fact_saturation", "entity_saturation", "source_coverage",
 
 
 def local_request(corpus: Path, **overrides: object) -> ResearchRequest:
-    fields: dict[str, object] = dict(query=QUESTION, providers=["local"], corpus_dirs=[str(corpus)], fetch=False)
+    fields: dict[str, object] = {
+        "query": QUESTION,
+        "providers": ["local"],
+        "corpus_dirs": [str(corpus)],
+        "fetch": False,
+    }
     fields.update(overrides)
     return ResearchRequest.model_validate(fields)
 

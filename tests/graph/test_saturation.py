@@ -16,35 +16,35 @@ THRESHOLDS = SaturationThresholds()
 
 
 def readings(**overrides: object) -> GuardReadings:
-    base: dict[str, object] = dict(
-        stop_requested=False,
-        elapsed_s=1.0,
-        max_execution_time_s=100.0,
-        provider_calls=5,
-        provider_call_budget=100,
-        tokens_used=0,
-        token_budget=1000,
-        iteration=2,
-        max_iterations=5,
-        cycle_calls=5,
-        cycle_failures=0,
-    )
+    base: dict[str, object] = {
+        "stop_requested": False,
+        "elapsed_s": 1.0,
+        "max_execution_time_s": 100.0,
+        "provider_calls": 5,
+        "provider_call_budget": 100,
+        "tokens_used": 0,
+        "token_budget": 1000,
+        "iteration": 2,
+        "max_iterations": 5,
+        "cycle_calls": 5,
+        "cycle_failures": 0,
+    }
     base.update(overrides)
     return GuardReadings.model_validate(base)
 
 
 def productive(**overrides: int) -> dict[str, int]:
-    values = dict(
-        iteration=2,
-        entities_before=10,
-        entities_after=20,
-        facts_before=10,
-        facts_after=20,
-        results_this_cycle=10,
-        already_known_results=2,
-        queries_run=5,
-        queries_remaining=5,
-    )
+    values = {
+        "iteration": 2,
+        "entities_before": 10,
+        "entities_after": 20,
+        "facts_before": 10,
+        "facts_after": 20,
+        "results_this_cycle": 10,
+        "already_known_results": 2,
+        "queries_run": 5,
+        "queries_remaining": 5,
+    }
     values.update(overrides)
     return values
 

@@ -167,10 +167,7 @@ class ScriptedChatServer:
         step = request.step or ""
         with self._lock:
             queue = self._queues.get(step)
-            if queue:
-                answer = queue.popleft()
-            else:
-                answer = self._defaults.get(step) or self._defaults.get(ANY_STEP)
+            answer = queue.popleft() if queue else self._defaults.get(step) or self._defaults.get(ANY_STEP)
         if answer is None:
             return Reply(content=f"no scripted answer for step {request.step}", status=500)
         if callable(answer):

@@ -50,7 +50,7 @@ def test_openai_with_a_public_base_url_is_bad_input_under_local_only() -> None:
 
 def test_openai_without_a_base_url_is_bad_input_under_hybrid() -> None:
     settings = Settings(_env_file=None, llm="openai:gpt-4o-mini", openai_api_key="sk-x")  # type: ignore[call-arg]
-    with pytest.raises(BadInputError, match="api.openai.com"):
+    with pytest.raises(BadInputError, match=r"api\.openai\.com"):
         create_engine(settings, privacy_mode="hybrid")
 
 

@@ -24,7 +24,9 @@ SOURCES = [
         url="https://example.org/asyncio",
         title="asyncio subprocesses",
         source_name="local",
-        full_content="Python Software Foundation documents that asyncio can also create subprocesses and wait for them.",
+        full_content=(
+            "Python Software Foundation documents that asyncio can also create subprocesses and wait for them."
+        ),
     ),
 ]
 QUESTION = "How do I run a subprocess with a timeout in Python?"

@@ -30,7 +30,7 @@ def test_wrapped_answers_parse(answer: str) -> None:
 
 
 def test_an_unknown_key_is_an_error_naming_it() -> None:
-    with pytest.raises(EngineOutputError, match="queries.0.priority"):
+    with pytest.raises(EngineOutputError, match=r"queries\.0\.priority"):
         parse_structured('{"queries": [{"query": "a", "intent": "b", "priority": 2}]}', PlanResponse)
 
 
@@ -41,7 +41,7 @@ def test_a_wrong_value_is_an_error_naming_the_field() -> None:
 
 
 def test_no_json_at_all_is_an_error_quoting_the_start() -> None:
-    with pytest.raises(EngineOutputError, match="no JSON object.*I am sorry"):
+    with pytest.raises(EngineOutputError, match=r"no JSON object.*I am sorry"):
         parse_structured("I am sorry, I cannot help with that.", PlanResponse)
 
 

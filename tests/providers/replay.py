@@ -101,10 +101,7 @@ class ReplayServer:
         with self._lock:
             self.requests.append(request)
             target = self._routes.get((request.method, request.path))
-            if isinstance(target, list) and target:
-                reply = target.pop(0) if len(target) > 1 else target[0]
-            else:
-                reply = None
+            reply = (target.pop(0) if len(target) > 1 else target[0]) if isinstance(target, list) and target else None
         if callable(target):
             return target(request)
         return reply or Reply(404, body={"error": "no route"})

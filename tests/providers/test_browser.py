@@ -3,6 +3,7 @@ Chromium (/usr/bin/chromium). Skips, saying why, only where no Chromium (or no p
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 
@@ -30,7 +31,7 @@ SHELL = """<!DOCTYPE html><html><head><title>Rendered by script</title></head><b
 <script src="/static/app.js"></script>
 </body></html>"""
 APP_JS = """
-const sentences = %s;
+const sentences = SENTENCES_JSON;
 const article = document.createElement("article");
 const heading = document.createElement("h1");
 heading.textContent = "Written by JavaScript";
@@ -38,7 +39,7 @@ article.appendChild(heading);
 for (const s of sentences) { const p = document.createElement("p"); p.textContent = s; article.appendChild(p); }
 document.getElementById("app").appendChild(article);
 fetch("http://169.254.169.254/latest/meta-data/").catch(() => {});
-""" % (SENTENCES,)
+""".replace("SENTENCES_JSON", json.dumps(SENTENCES))
 
 
 @pytest.fixture

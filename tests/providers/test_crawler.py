@@ -31,11 +31,15 @@ ARTICLE_TEXT = (
     "the use of quantum coherent manipulation of nitrogen-vacancy colour centres in nanodiamonds to measure "
     "temperature with a precision of a few millikelvin. "
 )
-OPEN_ACCESS_PAGE = f"<html><head><title>Open copy</title></head><body><article><h1>Nanometre-scale thermometry</h1><p>{ARTICLE_TEXT * 3}</p></article></body></html>"
+OPEN_ACCESS_PAGE = (
+    "<html><head><title>Open copy</title></head><body><article><h1>Nanometre-scale thermometry</h1>"
+    f"<p>{ARTICLE_TEXT * 3}</p></article></body></html>"
+)
 PAYWALLED_PAGE = """<html><head><title>Nanometre-scale thermometry | Nature</title>
 <script type="application/ld+json">{"@type": "ScholarlyArticle", "isAccessibleForFree": false}</script></head>
 <body><article><h1>Nanometre-scale thermometry in a living cell</h1><p>Sensitive probing of temperature...</p>
-<div class="paywall">Subscribe to continue reading. Access through your institution or buy this article.</div></article></body></html>"""
+<div class="paywall">Subscribe to continue reading. Access through your institution or buy this article.</div>
+</article></body></html>"""
 CAPTCHA_PAGE = """<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>
 <div id="challenge-stage">Verify you are human by completing the action below.</div>
 <script src="/cdn-cgi/challenge-platform/h/g/orchestrate/chl_page/v1"></script></body></html>"""

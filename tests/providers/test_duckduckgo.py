@@ -19,12 +19,18 @@ from .replay import ReplayServer, Reply
 
 RESULTS_PAGE = """<!DOCTYPE html><html><body><div class="serp__results"><div class="results">
 <div class="result results_links results_links_deep web-result"><div class="links_main links_deep result__body">
-  <h2 class="result__title"><a class="result__a" href="https://docs.python.org/3/library/subprocess.html?utm_source=ddg#timeout">subprocess \u2014 Subprocess management</a></h2>
-  <a class="result__snippet" href="https://docs.python.org/3/library/subprocess.html">The <b>subprocess</b> module allows you to spawn new processes; <b>timeout</b> kills the child.</a>
+  <h2 class="result__title"><a class="result__a"
+    href="https://docs.python.org/3/library/subprocess.html?utm_source=ddg#timeout"
+    >subprocess \u2014 Subprocess management</a></h2>
+  <a class="result__snippet"
+    href="https://docs.python.org/3/library/subprocess.html"
+    >The <b>subprocess</b> module allows you to spawn new processes; <b>timeout</b> kills the child.</a>
 </div></div>
 <div class="result results_links results_links_deep web-result"><div class="links_main links_deep result__body">
-  <h2 class="result__title"><a class="result__a" href="https://stackoverflow.com/questions/1191374">Using module subprocess with timeout</a></h2>
-  <a class="result__snippet" href="https://stackoverflow.com/questions/1191374">Use <b>subprocess.run</b> with the timeout argument.</a>
+  <h2 class="result__title"><a class="result__a"
+    href="https://stackoverflow.com/questions/1191374">Using module subprocess with timeout</a></h2>
+  <a class="result__snippet"
+    href="https://stackoverflow.com/questions/1191374">Use <b>subprocess.run</b> with the timeout argument.</a>
 </div></div>
 </div></div></body></html>"""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,7 +52,7 @@ async def test_breaker_opens_after_five_consecutive_500s_then_half_opens(
     assert len(replay.requests_for(PATH)) == 5
 
     replay.route(PATH, _ok())
-    time.sleep(0.55)
+    await asyncio.sleep(0.55)
     assert gateway.breaker(provider).state is CircuitState.HALF_OPEN
     probe = await gateway.search(provider, "d", 5, deadline=deadline)
     assert probe.ok and len(probe.results) == 5
@@ -71,7 +72,7 @@ async def test_failed_half_open_probe_reopens(
     for _ in range(5):
         await gateway.search(provider, "q", 5, deadline=deadline)
     assert gateway.breaker(provider).state is CircuitState.OPEN
-    time.sleep(0.35)
+    await asyncio.sleep(0.35)
     probe = await gateway.search(provider, "q", 5, deadline=deadline)
     assert probe.failure is not None and probe.failure.error_type == "server_error"
     assert gateway.breaker(provider).state is CircuitState.OPEN

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 
@@ -15,6 +16,7 @@ from research_tool.providers.resilience.retry import RetryPolicy
 from research_tool.providers.search.brave import BraveProvider
 from research_tool.providers.search.pubmed import PubMedProvider
 from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
+from tests.support.polling import eventually
 
 from .recordings import raw_bytes, vcr_interactions
 from .replay import ReplayServer, Reply
@@ -37,7 +39,7 @@ async def test_ten_concurrent_searches_at_two_per_second(
     assert all(o.ok and len(o.results) == 5 for o in outcomes)
     arrivals = sorted(r.at for r in replay.requests_for("/graph/v1/paper/search"))
     assert len(arrivals) == 10
-    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     assert min(gaps) >= 0.48, gaps
     assert 4.5 * 0.9 <= elapsed <= 4.5 * 1.1, elapsed
 
@@ -56,8 +58,11 @@ async def test_retry_after_holds_every_sessions_next_request(
     deadline = time.monotonic() + 20
 
     first = asyncio.create_task(session_a[0].search(session_a[1], "hello", 3, deadline=deadline))
-    while not replay.requests_for("/res/v1/web/search"):
-        await asyncio.sleep(0.005)
+
+    async def first_request_arrived() -> bool:
+        return bool(replay.requests_for("/res/v1/web/search"))
+
+    await eventually(first_request_arrived, every_s=0.005)
     await asyncio.sleep(0.1)  # the 429 has been answered; session B asks now
     second = await session_b[0].search(session_b[1], "world", 3, deadline=deadline)
     outcome_a = await first

@@ -241,7 +241,7 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
 
     conn = await open_database(settings.db_path("sessions.db"))
     try:
-        records, total = await SessionStore(conn).list(limit=args.limit)
+        records, total = await SessionStore(conn).list_page(limit=args.limit)
     finally:
         await conn.close()
     if args.json:
@@ -288,11 +288,8 @@ def read_batch(path: Path) -> list[tuple[str, str]]:
     return batch
 
 
-async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.providers.gateway import SearchGateway
-    from research_tool.providers.http_client import create_http_client
-    from research_tool.providers.registry import create_provider
-
+def search_inputs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], list[Path] | None]:
+    """The (id, query) batch and the resolved corpus folders of `search`, or CliError on bad input."""
     if bool(args.query) == bool(args.queries):
         raise CliError("give either a QUERY or --queries FILE")
     if not 1 <= args.max_results <= 100:
@@ -303,7 +300,15 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         if not Path(folder).is_dir():
             raise CliError(f"corpus folder not found: {folder}")
     batch = read_batch(args.queries) if args.queries else [("", args.query)]
-    corpus = [Path(c).resolve() for c in args.corpus] or None
+    return batch, [Path(c).resolve() for c in args.corpus] or None
+
+
+async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.providers.gateway import SearchGateway
+    from research_tool.providers.http_client import create_http_client
+    from research_tool.providers.registry import create_provider
+
+    batch, corpus = search_inputs(args)
     async with create_http_client() as client:
         provider = create_provider(args.provider, settings, client, corpus_dirs=corpus)
         reason = provider.unavailable_reason()

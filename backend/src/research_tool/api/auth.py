@@ -5,6 +5,7 @@ to 127.0.0.1 or put it behind a proxy that authenticates."""
 from __future__ import annotations
 
 import secrets
+from typing import Annotated
 
 from fastapi import Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -40,7 +41,7 @@ def is_authorized(connection: HTTPConnection) -> bool:
 
 
 async def require_token(
-    request: Request, credentials: HTTPAuthorizationCredentials | None = Security(bearer_scheme)
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)]
 ) -> None:
     """Route dependency: 401 with the JSON error shape when the token is missing or wrong."""
     expected = expected_token(request)

@@ -6,6 +6,7 @@ large, 422 invalid fields), never a 500; a 500 means a bug and says nothing abou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -58,7 +59,7 @@ def error_body(error_type: str, message: str, retryable: bool = False) -> dict[s
 
 
 def error_response(
-    status_code: int, error_type: str, message: str, retryable: bool = False, headers: dict[str, str] | None = None
+    status_code: int, error_type: str, message: str, retryable: bool = False, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
     return JSONResponse(error_body(error_type, message, retryable), status_code=status_code, headers=headers)
 

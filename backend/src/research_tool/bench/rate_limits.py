@@ -16,6 +16,7 @@ request arrived.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +88,7 @@ def utilisation(acquires: list[tuple[float, float]], rate: float) -> tuple[float
 
 
 def spacing(arrivals: list[float], rate: float) -> dict[str, Any]:
-    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     interval = 1.0 / rate
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
     return {

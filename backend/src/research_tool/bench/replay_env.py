@@ -60,7 +60,7 @@ class BenchEnvironment:
         return values
 
     def settings(self) -> Settings:
-        return Settings(_env_file=None, **self.settings_values())  # type: ignore[call-arg]
+        return Settings(_env_file=None, **self.settings_values())
 
     def process_env(self) -> dict[str, str]:
         """The environment of a server subprocess: this one without RESEARCH_* and provider keys, plus ours."""

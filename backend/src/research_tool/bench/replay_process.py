@@ -19,7 +19,8 @@ START_TIMEOUT_S = 30.0
 @asynccontextmanager
 async def replay_process(delay_s: float) -> AsyncIterator[str]:
     """Spawn `python -m research_tool.bench.wiki_replay`; yields its base URL; kills it on exit."""
-    process = subprocess.Popen(
+    process = await asyncio.to_thread(
+        subprocess.Popen,
         [sys.executable, "-m", "research_tool.bench.wiki_replay", "--delay", str(delay_s)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -3,6 +3,7 @@ and saved as JSON with the machine they were measured on."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -67,18 +68,14 @@ class BenchResult(BaseModel):
 def machine() -> dict[str, Any]:
     """The machine the figures were measured on."""
     model = platform.processor() or platform.machine()
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    except OSError:
-        pass
     memory_gb = None
-    try:
+    with contextlib.suppress(ValueError, OSError):
         memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError):
-        pass
     return {
         "cpu": model,
         "cores": os.cpu_count(),
@@ -92,10 +89,7 @@ def _format_value(figure: Figure) -> str:
     value = figure.value
     if value is None:
         return "n/a"
-    if isinstance(value, float):
-        text = f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
-    else:
-        text = str(value)
+    text = str(value) if not isinstance(value, float) else f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
     return f"{text} {figure.unit}".strip()
 
 

@@ -105,10 +105,16 @@ async def wait_healthy(server: ServerProcess, client: httpx.AsyncClient, timeout
         await asyncio.sleep(0.02)
 
 
+def _spawn(command: list[str], env: dict[str, str], workdir: Path, stderr_path: Path) -> subprocess.Popen[bytes]:
+    """Start `command` in `workdir` (created if needed) with its stderr going to `stderr_path`."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    with stderr_path.open("wb") as stderr:
+        return subprocess.Popen(command, env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=stderr)
+
+
 @asynccontextmanager
 async def uvicorn_server(env: dict[str, str], workdir: Path, client: httpx.AsyncClient) -> AsyncIterator[ServerProcess]:
     """Spawn the server, wait for /healthz, yield it; SIGKILL it on exit if it still runs."""
-    workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     stderr_path = workdir / f"uvicorn-{port}.stderr"
     command = [
@@ -126,9 +132,8 @@ async def uvicorn_server(env: dict[str, str], workdir: Path, client: httpx.Async
         "--log-level",
         "warning",
     ]
-    with stderr_path.open("wb") as stderr:
-        started = time.time()
-        process = subprocess.Popen(command, env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=stderr)
+    started = time.time()
+    process = await asyncio.to_thread(_spawn, command, env, workdir, stderr_path)
     server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=stderr_path)
     try:
         await wait_healthy(server, client)

@@ -5,6 +5,7 @@ sampler of the server's resident memory."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -113,10 +114,8 @@ class StatusPoller:
             next_at += interval
             delay = next_at - time.monotonic()
             if delay > 0:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=delay)
-                except TimeoutError:
-                    pass
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
@@ -134,7 +133,5 @@ class MemorySampler:
             rss = self.server.sample_rss()
             if rss is not None:
                 self.samples.append((time.time(), rss, sum(w.running for w in self.watches)))
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.interval_s)
-            except TimeoutError:
-                pass

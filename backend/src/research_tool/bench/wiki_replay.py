@@ -68,7 +68,7 @@ class Arrival:
 def build_pages(modules: tuple[str, ...] = MODULES) -> list[Page]:
     pages = []
     for i, name in enumerate(modules, start=1):
-        text = pydoc.render_doc(name, renderer=pydoc.plaintext)
+        text = pydoc.plain(pydoc.render_doc(name))
         text = re.sub(r"\n{3,}", "\n\n", text)[:20000]
         pages.append(
             Page(pageid=1000 + i, title=f"Python {name} module", text=text, words=set(WORD.findall(text.lower())))

@@ -3,8 +3,9 @@
 The server runs many sessions in one process; their text processing (fact extraction, cross-verification,
 the citation check, reflection, synthesis) in threads would hold the GIL and make the event loop wait for it.
 The API app's lifespan installs a pool of `RESEARCH_CPU_WORKERS` processes (`cpu_pool(n)`); the CLI and
-in-process embedders (`open_research_services` alone) install none and get `asyncio.to_thread`. The pool uses the spawn start method, never fork: the
-server has threads (aiosqlite's, the executor's) that a fork would copy mid-state.
+in-process embedders (`open_research_services` alone) install none and get `asyncio.to_thread`. The pool
+uses the spawn start method, never fork: the server has threads (aiosqlite's, the executor's) that a fork
+would copy mid-state.
 
 Workers ignore SIGINT (the server shuts them down) and exit when the server process dies, however it dies.
 `run_cpu(fn, *args)` ships `fn` and its arguments to a worker by pickle: `fn` must be a module-level

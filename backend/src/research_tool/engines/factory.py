@@ -26,7 +26,7 @@ from research_tool.core.errors import BadInputError, EngineUnavailableError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
 from research_tool.engines.base import ReasoningEngine
-from research_tool.engines.llm import LLMEngine
+from research_tool.engines.llm import Closer, LLMEngine
 from research_tool.engines.preflight import ollama_preflight, openai_preflight
 
 log = get_logger(__name__)
@@ -63,7 +63,7 @@ def parse_model_spec(spec: str) -> ModelSpec | None:
     model = model.strip()
     if not sep or provider not in PROVIDERS or not model or any(c.isspace() for c in model):
         raise BadInputError(f"RESEARCH_LLM={spec!r} is not a model spec; {_SPEC_HELP}.")
-    return ModelSpec(provider=provider, model=model)  # type: ignore[arg-type]
+    return ModelSpec(provider=provider, model=model)
 
 
 def _ip_is_local(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -183,7 +183,7 @@ def _openai_engine(
         http_async_client=client,
         **extra,
     )
-    closers = [client.aclose] if own_client else []
+    closers: list[Closer] = [client.aclose] if own_client else []
     return LLMEngine(
         chat,
         model_spec=str(spec),

@@ -18,7 +18,7 @@ not minutes.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any, Generic, TypeVar
@@ -124,7 +124,7 @@ def _error(error_type: str, message: str, *, retryable: bool) -> ErrorResponse:
 
 
 def _reply_tokens(reply: AIMessage, messages: list[BaseMessage], text: str) -> int:
-    usage = reply.usage_metadata or {}
+    usage: Mapping[str, Any] = reply.usage_metadata or {}
     total = int(usage.get("total_tokens") or 0) or int(usage.get("input_tokens") or 0) + int(
         usage.get("output_tokens") or 0
     )
@@ -383,13 +383,13 @@ class LLMEngine(ReasoningEngine):
                     "from the text inside <source>"
                 )
             entities: dict[str, Entity] = {}
-            for item in answer.entities[: limits.max_entities_per_source]:
-                key = normalize_key(item.name)
+            for entity in answer.entities[: limits.max_entities_per_source]:
+                key = normalize_key(entity.name)
                 if key and key not in entities:
                     entities[key] = Entity(
                         key=key,
-                        name=" ".join(item.name.split()),
-                        entity_type=item.type,
+                        name=" ".join(entity.name.split()),
+                        entity_type=entity.type,
                         sources=[source.url],
                         iteration=iteration,
                     )

@@ -137,7 +137,7 @@ async def evaluate(
             record = await services.runner.create(request)
             started[record.id] = (question, time.monotonic())
             services.runner.launch(record.id)
-        for session_id, (question, t0) in started.items():
+        for session_id, (question, _started_at) in started.items():
             record = await services.runner.wait(session_id)
             report = await services.runner.report(session_id) if record.status == "completed" else None
             rows.append(await _score(question, report, index, corpus, texts, record.status))

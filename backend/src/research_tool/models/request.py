@@ -13,6 +13,7 @@ from research_tool.models.tiers import TierName
 MAX_QUERY_CHARS = 2000
 PrivacyMode = Literal["local_only", "hybrid", "cloud_allowed"]
 ReportFormat = Literal["md", "json", "html", "bib"]
+DEFAULT_FORMATS: tuple[ReportFormat, ...] = ("md", "json")
 SEARCH_PROVIDERS: tuple[str, ...] = tuple(p for p in PROVIDER_NAMES if p != "crawler")
 
 
@@ -26,7 +27,7 @@ class ResearchRequest(BaseModel):
     providers: list[str] | None = None  # None: from the domain configuration
     clarify: bool = False
     max_execution_time_s: float | None = Field(default=None, gt=0, le=24 * 3600)
-    formats: list[ReportFormat] = Field(default_factory=lambda: ["md", "json"])
+    formats: list[ReportFormat] = Field(default_factory=lambda: list(DEFAULT_FORMATS))
     fetch: bool = True  # fetch full text of the best web results with the crawler
     corpus_dirs: list[str] = Field(default_factory=list)
     max_iterations: int | None = Field(default=None, ge=1, le=50)

@@ -198,7 +198,7 @@ def _md_saturation_table(history: list[dict[str, object]]) -> list[str]:
     keys: list[str] = []
     for entry in history:
         for key, value in entry.items():
-            if key not in keys and isinstance(value, (int, float, str, bool)) and not isinstance(value, dict):
+            if key not in keys and isinstance(value, (int, float, str, bool)):
                 keys.append(key)
     keys = keys[:8]
     if not keys:
@@ -216,7 +216,8 @@ def _md_saturation_table(history: list[dict[str, object]]) -> list[str]:
 # --- html ---------------------------------------------------------------------------------------
 
 _CSS = """
-body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}
+body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;
+color:#1b1b1b}
 h1{font-size:1.6rem;line-height:1.25}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
 .meta,.small{color:#555;font-size:.9rem}ol.sources li{margin:.4rem 0}a.cite{text-decoration:none}
 .conf{color:#555;font-size:.85rem}table{border-collapse:collapse;font-size:.85rem}
@@ -280,7 +281,8 @@ def render_html(report: Report) -> str:
         "<head>",
         '<meta charset="utf-8">',
         # Defence in depth: even a string that escaped escaping could not run or load anything.
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src 'none'\">",
+        '<meta http-equiv="Content-Security-Policy"'
+        " content=\"default-src 'none'; style-src 'unsafe-inline'; img-src 'none'\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_esc(_one_line(report.query))}</title>",
         f"<style>{_CSS}</style>",
@@ -313,9 +315,8 @@ def render_html(report: Report) -> str:
     if report.citations:
         parts += ["<h2>Sources</h2>", '<ol class="sources">']
         for citation in report.citations:
-            parts.append(
-                f'<li id="{_cite_anchor(citation.id)}" value="{_esc(citation.id.strip("[]"))}">{_html_citation(citation)}</li>'
-            )
+            anchor, number = _cite_anchor(citation.id), _esc(citation.id.strip("[]"))
+            parts.append(f'<li id="{anchor}" value="{number}">{_html_citation(citation)}</li>')
         parts.append("</ol>")
 
     if report.entities:

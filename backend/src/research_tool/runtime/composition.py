@@ -21,6 +21,7 @@ from research_tool.engines.factory import check_engine_settings, create_engine
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.provider_choice import corpus_dirs_for, validate_request
 from research_tool.models.request import ResearchRequest
+from research_tool.models.sessions import SessionRecord
 from research_tool.providers.fetching.crawler import Crawler
 from research_tool.providers.gateway import SearchGateway
 from research_tool.providers.http_client import create_http_client
@@ -28,7 +29,7 @@ from research_tool.providers.memory import MemoryStore
 from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.runner import SessionRunner
-from research_tool.runtime.session_store import SessionRecord, SessionStore
+from research_tool.runtime.session_store import SessionStore
 from research_tool.runtime.storage import open_database
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from research_tool.core.errors import ResearchToolError, SessionStateError
@@ -23,10 +24,11 @@ from research_tool.graph.context import ResearchContext
 from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
+from research_tool.models.sessions import SessionRecord
 from research_tool.models.state import ResearchState, current_facts
 from research_tool.runtime.admission import Admission
 from research_tool.runtime.event_log import EventLog
-from research_tool.runtime.session_store import SessionRecord, SessionStore
+from research_tool.runtime.session_store import SessionStore
 
 log = get_logger(__name__)
 
@@ -208,7 +210,7 @@ class SessionRunner:
         live = self._live.setdefault(session_id, _Live())
         if record.stop_requested:
             live.stop.set()
-        config: dict[str, Any] = {"configurable": {"thread_id": session_id}, "recursion_limit": RECURSION_LIMIT}
+        config: RunnableConfig = {"configurable": {"thread_id": session_id}, "recursion_limit": RECURSION_LIMIT}
         snapshot = await self.graph.aget_state(config)
         resuming = bool(snapshot.values)
         graph_input: Any = None if resuming else initial_state(record)
@@ -239,11 +241,12 @@ class SessionRunner:
             await engine.aclose()
 
     async def _stream(
-        self, session_id: str, graph_input: Any, config: dict[str, Any], ctx: ResearchContext, live: _Live
+        self, session_id: str, graph_input: Any, config: RunnableConfig, ctx: ResearchContext, live: _Live
     ) -> None:
         while True:
             interrupt_value: Any = None
             values: dict[str, Any] = {}
+            chunk: Any  # stream_mode is a list: (mode, chunk) pairs, which the v1 overload does not spell out
             async for mode, chunk in self.graph.astream(
                 graph_input, config, context=ctx, durability="sync", stream_mode=["updates", "values"]
             ):
@@ -336,7 +339,7 @@ class SessionRunner:
         record = await self.store.get(session_id)
         if record.status != "completed":
             raise SessionStateError(f"session {session_id} has no report yet (status {record.status})")
-        config = {"configurable": {"thread_id": session_id}}
+        config: RunnableConfig = {"configurable": {"thread_id": session_id}}
         snapshot = await self.graph.aget_state(config)
         report = snapshot.values.get("final_report")
         if not report:

@@ -58,7 +58,8 @@ class SessionStore:
         now = utc_now_iso()
         sid = session_id or uuid.uuid4().hex
         await self._conn.execute(
-            "INSERT INTO sessions (id, query, request, status, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?)",
+            "INSERT INTO sessions (id, query, request, status, created_at, updated_at)"
+            " VALUES (?, ?, ?, 'queued', ?, ?)",
             (sid, request.query, request.model_dump_json(), now, now),
         )
         await self._conn.commit()
@@ -84,7 +85,7 @@ class SessionStore:
         async with self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) as cur:
             return await cur.fetchone() is not None
 
-    async def list(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
+    async def list_page(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
         async with self._conn.execute(
             "SELECT * FROM sessions ORDER BY created_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
         ) as cur:

@@ -5,6 +5,7 @@ validates, hands over and reads back."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -114,7 +115,7 @@ async def list_sessions(
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> SessionList:
     """Sessions, newest first."""
-    records, total = await services_of(request).store.list(limit=limit, offset=offset)
+    records, total = await services_of(request).store.list_page(limit=limit, offset=offset)
     return SessionList(sessions=[SessionSummary.of(r) for r in records], total=total, limit=limit, offset=offset)
 
 
@@ -214,10 +215,8 @@ async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
     session_id = await create_session(services, body)
     task = services.runner.launch(session_id)
     if not await _finished_within(task, timeout):
-        try:
+        with contextlib.suppress(SessionStateError):  # finished in the meantime
             await services.runner.request_stop(session_id)
-        except SessionStateError:
-            pass  # finished in the meantime
         if not await _finished_within(task, RUN_STOP_GRACE_S):
             raise ApiError(
                 504,
@@ -234,9 +233,9 @@ async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
     return JSONResponse(report, headers={"X-Session-Id": session_id})
 
 
-async def _finished_within(task: asyncio.Task[None], timeout: float) -> bool:
+async def _finished_within(task: asyncio.Task[None], seconds: float) -> bool:
     """Wait for the session task without cancelling it (a client that leaves does not stop the session)."""
-    done, _ = await asyncio.wait({task}, timeout=timeout)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
     return bool(done)
 
 

@@ -50,7 +50,9 @@ AMBIGUOUS_TERMS: dict[str, tuple[str, ...]] = {
 _ACRONYM_RE = re.compile(r"^[A-Z][A-Z0-9&]{1,5}s?$")
 # acronyms with one meaning nobody needs to be asked about
 UNAMBIGUOUS_ACRONYMS = frozenset(
-    ["NASA", "NATO", "UNESCO", "HTML", "HTTP", "HTTPS", "JSON", "SQL", "USA", "UK", "EU", "FBI", "CIA", "DNA", "RNA", "COVID", "FIFA"]
+    """
+    NASA NATO UNESCO HTML HTTP HTTPS JSON SQL USA UK EU FBI CIA DNA RNA COVID FIFA
+    """.split()
 )
 
 
@@ -62,7 +64,7 @@ def detect_domain(query: str, hint: DomainName | None = None) -> DomainName:
     lowered = {w.casefold() for w in words(query)}
     best: DomainName = "general"
     best_hits = 0
-    for name, config in DOMAINS.items():
+    for config in DOMAINS.values():
         hits = sum(1 for k in config.keywords if k in lowered or stem(k) in stems)
         if hits > best_hits:
             best, best_hits = config.domain, hits

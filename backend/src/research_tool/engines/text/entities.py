@@ -52,35 +52,91 @@ _CONNECTOR = r"(?:of|the|de|da|di|del|della|von|van|der|den|la|le|du|y|and|for|o
 _NAME_RE = re.compile(rf"\b{_CAP_WORD}(?:\s+(?:{_CONNECTOR}\s+)*{_CAP_WORD})*")
 
 _ORG_CUES = frozenset(
-    ["inc", "inc.", "corp", "corp.", "corporation", "company", "co.", "ltd", "ltd.", "llc", "plc", "university", "college", "institute", "school", "academy", "association", "party", "records", "airlines", "airline", "foundation", "agency", "bank", "group", "club", "society", "council", "committee", "department", "ministry", "press", "studios", "studio", "entertainment", "network", "league", "federation", "union", "army", "navy", "force", "brigade", "court", "parliament", "congress", "senate", "church", "orchestra", "band", "team", "fc", "publishers", "publishing", "magazine", "newspaper", "museum", "hospital", "laboratory", "laboratories", "labs", "systems", "technologies", "software"]
+    """
+    inc inc. corp corp. corporation company co. ltd ltd. llc plc university college institute school academy
+    association party records airlines airline foundation agency bank group club society council committee
+    department ministry press studios studio entertainment network league federation union army navy force brigade
+    court parliament congress senate church orchestra band team fc publishers publishing magazine newspaper museum
+    hospital laboratory laboratories labs systems technologies software
+    """.split()
 )
 _PLACE_CUES = frozenset(
-    ["city", "county", "river", "island", "islands", "lake", "mountain", "mountains", "mount", "street", "avenue", "road", "state", "province", "district", "valley", "village", "town", "bay", "sea", "ocean", "airport", "station", "park", "kingdom", "republic", "region", "peninsula", "desert", "forest", "canyon", "square", "bridge", "harbor", "harbour", "coast", "beach", "hawaii", "ohio", "carolina", "texas", "california"]
+    """
+    city county river island islands lake mountain mountains mount street avenue road state province district valley
+    village town bay sea ocean airport station park kingdom republic region peninsula desert forest canyon square
+    bridge harbor harbour coast beach hawaii ohio carolina texas california
+    """.split()
 )
-_WORK_CUES = frozenset(["film", "movie", "song", "album", "novel", "book", "series", "show", "play", "opera", "symphony", "sonata", "game"])
+_WORK_CUES = frozenset(
+    """
+    film movie song album novel book series show play opera symphony sonata game
+    """.split()
+)
 _HONORIFICS = frozenset(
-    ["mr", "mrs", "ms", "dr", "prof", "sir", "dame", "lord", "lady", "king", "queen", "prince", "princess", "president", "senator", "governor", "general", "saint", "st", "pope", "bishop", "rev", "judge", "captain", "colonel"]
+    """
+    mr mrs ms dr prof sir dame lord lady king queen prince princess president senator governor general saint st pope
+    bishop rev judge captain colonel
+    """.split()
 )
 _PERSON_NOUNS = frozenset(
-    ["actor", "actress", "singer", "songwriter", "musician", "composer", "writer", "author", "novelist", "poet", "playwright", "director", "producer", "politician", "diplomat", "lawyer", "judge", "scientist", "physicist", "chemist", "biologist", "mathematician", "philosopher", "historian", "painter", "artist", "architect", "engineer", "inventor", "businessman", "businesswoman", "entrepreneur", "footballer", "player", "athlete", "boxer", "wrestler", "coach", "manager", "journalist", "rapper", "comedian", "dancer", "model", "priest", "bishop", "king", "queen", "emperor", "general", "officer", "soldier", "pilot", "astronaut", "economist", "psychologist", "physician", "surgeon", "professor", "teacher", "designer", "photographer", "born"]
+    """
+    actor actress singer songwriter musician composer writer author novelist poet playwright director producer
+    politician diplomat lawyer judge scientist physicist chemist biologist mathematician philosopher historian
+    painter artist architect engineer inventor businessman businesswoman entrepreneur footballer player athlete
+    boxer wrestler coach manager journalist rapper comedian dancer model priest bishop king queen emperor general
+    officer soldier pilot astronaut economist psychologist physician surgeon professor teacher designer photographer
+    born
+    """.split()
 )
 _PLACE_NOUNS = frozenset(
-    ["city", "town", "village", "municipality", "county", "state", "country", "province", "region", "district", "island", "river", "lake", "mountain", "capital", "suburb", "neighborhood", "neighbourhood", "community", "borough", "airport", "park", "area"]
+    """
+    city town village municipality county state country province region district island river lake mountain capital
+    suburb neighborhood neighbourhood community borough airport park area
+    """.split()
 )
 _ORG_NOUNS = frozenset(
-    ["company", "corporation", "organization", "organisation", "band", "group", "label", "publisher", "university", "college", "school", "party", "agency", "firm", "brand", "manufacturer", "airline", "team", "club", "network", "newspaper", "magazine", "studio"]
+    """
+    company corporation organization organisation band group label publisher university college school party agency
+    firm brand manufacturer airline team club network newspaper magazine studio
+    """.split()
 )
 _WORK_NOUNS = frozenset(
-    ["film", "movie", "song", "single", "album", "novel", "book", "series", "sitcom", "show", "episode", "play", "musical", "opera", "game", "documentary", "magazine", "poem", "painting", "sonata", "symphony", "comic", "manga", "anime", "franchise"]
+    """
+    film movie song single album novel book series sitcom show episode play musical opera game documentary magazine
+    poem painting sonata symphony comic manga anime franchise
+    """.split()
 )
 FIRST_NAMES = frozenset(
-    ["james", "john", "robert", "michael", "william", "david", "richard", "joseph", "thomas", "charles", "christopher", "daniel", "matthew", "anthony", "mark", "donald", "steven", "paul", "andrew", "joshua", "kenneth", "kevin", "brian", "george", "timothy", "ronald", "edward", "jason", "jeffrey", "ryan", "jacob", "gary", "nicholas", "eric", "jonathan", "stephen", "larry", "justin", "scott", "brandon", "benjamin", "samuel", "gregory", "alexander", "frank", "patrick", "raymond", "jack", "dennis", "jerry", "tyler", "aaron", "jose", "adam", "nathan", "henry", "douglas", "zachary", "peter", "kyle", "walter", "ethan", "jeremy", "harold", "keith", "christian", "roger", "noah", "gerald", "carl", "terry", "sean", "austin", "arthur", "lawrence", "jesse", "dylan", "bryan", "joe", "jordan", "billy", "bruce", "albert", "willie", "gabriel", "logan", "alan", "juan", "wayne", "roy", "ralph", "randy", "eugene", "vincent", "russell", "elijah", "louis", "bobby", "philip", "johnny", "mary", "patricia", "jennifer", "linda", "elizabeth", "barbara", "susan", "jessica", "sarah", "karen", "nancy", "lisa", "betty", "margaret", "sandra", "ashley", "kimberly", "emily", "donna", "michelle", "dorothy", "carol", "amanda", "melissa", "deborah", "stephanie", "rebecca", "sharon", "laura", "cynthia", "kathleen", "amy", "shirley", "angela", "helen", "anna", "brenda", "pamela", "nicole", "emma", "samantha", "katherine", "christine", "debra", "rachel", "catherine", "carolyn", "janet", "ruth", "maria", "heather", "diane", "virginia", "julie", "joyce", "victoria", "olivia", "kelly", "christina", "lauren", "joan", "evelyn", "judith", "megan", "cheryl", "andrea", "hannah", "martha", "jacqueline", "frances", "gloria", "ann", "teresa", "kathryn", "sara", "janice", "jean", "alice", "madison", "doris", "abigail", "julia", "judy", "grace", "denise", "amber", "marilyn", "beverly", "danielle", "theresa", "sophia", "marie", "diana", "brittany", "natalie", "isabella", "charlotte", "rose", "alexis", "kayla", "grace", "georg", "carl", "johann", "ludwig", "wolfgang", "franz", "friedrich", "karl", "hans", "pierre", "jean", "jacques", "louis", "marie", "giuseppe", "giovanni", "antonio", "carlos", "luis"]
+    """
+    james john robert michael william david richard joseph thomas charles christopher daniel matthew anthony mark
+    donald steven paul andrew joshua kenneth kevin brian george timothy ronald edward jason jeffrey ryan jacob gary
+    nicholas eric jonathan stephen larry justin scott brandon benjamin samuel gregory alexander frank patrick
+    raymond jack dennis jerry tyler aaron jose adam nathan henry douglas zachary peter kyle walter ethan jeremy
+    harold keith christian roger noah gerald carl terry sean austin arthur lawrence jesse dylan bryan joe jordan
+    billy bruce albert willie gabriel logan alan juan wayne roy ralph randy eugene vincent russell elijah louis
+    bobby philip johnny mary patricia jennifer linda elizabeth barbara susan jessica sarah karen nancy lisa betty
+    margaret sandra ashley kimberly emily donna michelle dorothy carol amanda melissa deborah stephanie rebecca
+    sharon laura cynthia kathleen amy shirley angela helen anna brenda pamela nicole emma samantha katherine
+    christine debra rachel catherine carolyn janet ruth maria heather diane virginia julie joyce victoria olivia
+    kelly christina lauren joan evelyn judith megan cheryl andrea hannah martha jacqueline frances gloria ann teresa
+    kathryn sara janice jean alice madison doris abigail julia judy grace denise amber marilyn beverly danielle
+    theresa sophia marie diana brittany natalie isabella charlotte rose alexis kayla grace georg carl johann ludwig
+    wolfgang franz friedrich karl hans pierre jean jacques louis marie giuseppe giovanni antonio carlos luis
+    """.split()
 )
 _LEADING_DROP = frozenset(
-    ["the", "a", "an", "this", "that", "these", "those", "in", "on", "at", "by", "for", "from", "with", "as", "to", "of", "and", "but", "are", "is", "was", "were", "do", "does", "did", "who", "what", "which", "when", "where", "why", "how", "can", "could", "should", "would", "will", "has", "have", "had", "if", "after", "before", "during"]
+    """
+    the a an this that these those in on at by for from with as to of and but are is was were do does did who what
+    which when where why how can could should would will has have had if after before during
+    """.split()
 )
 _COMMON_SENTENCE_STARTERS = frozenset(
-    ["the", "a", "an", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we", "you", "i", "his", "her", "their", "our", "in", "on", "at", "by", "for", "from", "with", "as", "to", "of", "and", "but", "or", "if", "when", "while", "after", "before", "during", "since", "although", "however", "also", "there", "here", "some", "many", "most", "all", "each", "both", "one", "two", "three", "first", "second", "then", "thus", "so", "yet", "not", "no", "what", "which", "who", "how", "where", "why", "return", "returns", "raise", "raises", "see", "use", "note", "new"]
+    """
+    the a an this that these those it its he she they we you i his her their our in on at by for from with as to of
+    and but or if when while after before during since although however also there here some many most all each both
+    one two three first second then thus so yet not no what which who how where why return returns raise raises see
+    use note new
+    """.split()
 )
 
 
@@ -150,7 +206,7 @@ def _name_mention(text: str, start: int, raw: str) -> Mention | None:
     if not tokens:
         return None
     name = " ".join(tokens).rstrip(".,")
-    if name.endswith("'s") or name.endswith("’s"):
+    if name.endswith(("'s", "’s")):
         name = name[:-2]
     if len(name) < 2 or name.isdigit():
         return None

@@ -39,7 +39,11 @@ _PRONOUN_START_RE = re.compile(
     re.IGNORECASE,
 )
 _PRONOUN_AFTER_CLAUSE_RE = re.compile(r"^[^.;]{0,40}?,\s*(?:he|she|it|they)\b", re.IGNORECASE)
-_HEDGES = frozenset(["may", "might", "could", "possibly", "perhaps", "reportedly", "allegedly", "rumored", "rumoured", "likely", "unclear"])
+_HEDGES = frozenset(
+    """
+    may might could possibly perhaps reportedly allegedly rumored rumoured likely unclear
+    """.split()
+)
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,7 @@ def clean_statement(quote: str) -> str:
     text = _GUTTER_RE.sub(" ", quote)
     text = _FOOTNOTE_RE.sub("", text)
     text = re.sub(r"\s+", " ", text).strip()
-    text = re.sub(r"\s+([,.;:!?])", r"\1", text)
-    return text
+    return re.sub(r"\s+([,.;:!?])", r"\1", text)
 
 
 def is_declarative(text: str) -> bool:
@@ -92,7 +95,7 @@ def is_declarative(text: str) -> bool:
     tokens = words(statement)
     if not (MIN_SENTENCE_WORDS <= len(tokens) <= MAX_SENTENCE_WORDS):
         return False
-    if statement.endswith("?") or statement.endswith(":") or _BOILERPLATE_RE.search(statement):
+    if statement.endswith(("?", ":")) or _BOILERPLATE_RE.search(statement):
         return False
     if re.match(r"^[\w.]+\(.*\)$", statement) or re.match(r"^[\w.]+\s*=", statement):
         return False  # a code signature or an assignment, not prose

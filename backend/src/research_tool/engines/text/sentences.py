@@ -12,7 +12,11 @@ import re
 from dataclasses import dataclass
 
 ABBREVIATIONS: frozenset[str] = frozenset(
-    ["mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "ft", "vs", "e.g", "i.e", "eg", "ie", "inc", "ltd", "co", "corp", "no", "nos", "fig", "figs", "al", "approx", "dept", "est", "gen", "gov", "lt", "col", "sgt", "capt", "rev", "op", "cf", "ed", "eds", "vol", "vols", "pp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "u.n", "a.m", "p.m", "ph.d", "b.c", "a.d", "d.c", "n.y", "l.a", "ca", "c", "ibid", "viz"]
+    """
+    mr mrs ms dr prof sr jr st mt ft vs e.g i.e eg ie inc ltd co corp no nos fig figs al approx dept est gen gov lt
+    col sgt capt rev op cf ed eds vol vols pp jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n a.m p.m
+    ph.d b.c a.d d.c n.y l.a ca c ibid viz
+    """.split()
 )
 
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.DOTALL)
@@ -43,7 +47,7 @@ def split_sentences(text: str) -> list[Sentence]:
     spans: list[tuple[int, int]] = []
     for block_start, block_end in _blocks(text):
         spans.extend(_split_block(text, block_start, block_end))
-    sentences = []
+    sentences: list[Sentence] = []
     for start, end in spans:
         start, end = _trim(text, start, end)
         if end - start >= 2:
@@ -130,9 +134,7 @@ def _ends_with_abbreviation(block: str, dot_index: int) -> bool:
         return True
     if len(token) == 1 and token.isupper():
         return True  # an initial: "J. Smith"
-    if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", token):
-        return True  # "U.S", "e.g", "Ph.D"
-    return False
+    return re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", token) is not None  # "U.S", "e.g", "Ph.D"
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

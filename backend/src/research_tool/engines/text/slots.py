@@ -24,13 +24,25 @@ SlotKind = Literal["person", "date", "place", "number", "entity", "yes_no", "rea
 RELEVANT_FACT = 0.3  # a fact below this relevance does not fill a slot
 
 _PERSON_HEADS = frozenset(
-    ["woman", "man", "person", "people", "actor", "actress", "singer", "author", "writer", "director", "player", "artist", "musician", "politician", "founder", "president", "leader", "composer", "poet", "scientist", "inventor", "wife", "husband", "son", "daughter", "father", "mother", "brother", "sister", "girl", "boy", "child", "star"]
+    """
+    woman man person people actor actress singer author writer director player artist musician politician founder
+    president leader composer poet scientist inventor wife husband son daughter father mother brother sister girl
+    boy child star
+    """.split()
 )
-_PLACE_HEADS = frozenset(["city", "town", "country", "state", "place", "village", "region", "county", "island", "location", "nation"])
+_PLACE_HEADS = frozenset(
+    """
+    city town country state place village region county island location nation
+    """.split()
+)
 _DATE_HEADS = frozenset(["year", "date", "decade", "century", "day", "month", "era"])
 _WORK_HEADS = frozenset(["film", "movie", "song", "album", "book", "novel", "show", "series", "play", "game", "band"])
 _CAUSE_CUES = frozenset(["because", "due", "cause", "caus", "reason", "result", "lead", "since", "therefore", "owing"])
-_METHOD_CUES = frozenset(["use", "call", "pass", "set", "run", "by", "using", "via", "step", "first", "then", "configure", "return", "raise"])
+_METHOD_CUES = frozenset(
+    """
+    use call pass set run by using via step first then configure return raise
+    """.split()
+)
 _DEFINITION_RE = re.compile(r"\b(?:is|are|was|were|refers to|means|denotes|defined as)\b", re.IGNORECASE)
 
 _RELATIVE_RE = re.compile(
@@ -134,7 +146,8 @@ def _answer_slot(text: str, lowered: str, first: str) -> Slot:
     ):
         return Slot("answer", "yes_no", (), "a yes/no verdict")
     which = re.match(
-        r"^(?:in |of |for )?(?:which|what)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(?:is|was|are|were|did|does|do|has|had|held|has been)\b",
+        r"^(?:in |of |for )?(?:which|what)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s+"
+        r"(?:is|was|are|were|did|does|do|has|had|held|has been)\b",
         lowered,
     )
     if which:
@@ -198,8 +211,7 @@ def _fills(slot: Slot, fact: Fact, question_stems: frozenset[str], question_name
         if m.text.casefold() not in question_names and not set(stem_set(m.text)) <= question_stems
     ]
     if slot.kind == "person":
-        person = next((m.text for m in new_names if m.entity_type == "person"), None)
-        return person
+        return next((m.text for m in new_names if m.entity_type == "person"), None)
     if slot.kind == "date":
         return next((m.text for m in find_mentions(statement) if m.entity_type == "date"), None)
     if slot.kind == "place":

@@ -30,7 +30,11 @@ RESIDUAL_WORDS = 4
 NEW_FACTS_STOPPED = 0.1  # a cycle adding fewer than this share of all facts adds nothing new
 
 DEMONYMS = frozenset(
-    ["american", "british", "english", "french", "german", "italian", "spanish", "canadian", "australian", "indian", "chinese", "japanese", "russian", "irish", "scottish", "welsh", "dutch", "swedish", "norwegian", "danish", "finnish", "polish", "greek", "turkish", "mexican", "brazilian", "korean", "european", "african", "asian", "roman", "christian", "jewish", "muslim", "catholic", "protestant", "latin", "arabic"]
+    """
+    american british english french german italian spanish canadian australian indian chinese japanese russian irish
+    scottish welsh dutch swedish norwegian danish finnish polish greek turkish mexican brazilian korean european
+    african asian roman christian jewish muslim catholic protestant latin arabic
+    """.split()
 )
 SYNONYMS: dict[str, str] = {
     "film": "movie",

@@ -88,7 +88,7 @@ async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext])
     reflection = await ctx.engine.reflect(
         ReflectionContext(
             query=state["refined_query"],
-            domain=state["domain"],  # type: ignore[arg-type]
+            domain=state["domain"],
             iteration=iteration,
             max_queries=limits.max_queries,
             facts=facts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.runtime import Runtime
 
@@ -15,7 +15,12 @@ from research_tool.models.state import ResearchState
 
 log = get_logger("research_tool.graph")
 
-NodeFn = Callable[[ResearchState, Runtime[ResearchContext]], Awaitable[dict[str, Any]]]
+
+class NodeFn(Protocol):
+    """A graph node: LangGraph passes the run's context as the `runtime` argument (by name)."""
+
+    def __call__(self, state: ResearchState, runtime: Runtime[ResearchContext]) -> Awaitable[dict[str, Any]]: ...
+
 
 PHASE_LABELS: dict[str, str] = {
     "clarify": "Clarifying the question",

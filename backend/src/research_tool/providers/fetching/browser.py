@@ -11,6 +11,7 @@ that anything interception does not see (WebSockets, background requests) goes n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 from collections.abc import Awaitable, Callable
@@ -132,10 +133,8 @@ class BrowserRenderer:
             await page.route("**/*", handle)
             try:
                 await page.goto(url, wait_until="load", timeout=max(timeout_s, 0.1) * 1000)
-                try:
+                with contextlib.suppress(PlaywrightError):  # a page that keeps polling: take what is rendered
                     await page.wait_for_load_state("networkidle", timeout=min(2000, max(timeout_s, 0.1) * 500))
-                except PlaywrightError:
-                    pass  # a page that keeps polling: take what is rendered
             except PlaywrightError as exc:
                 if main_error:
                     raise main_error[0] from exc

@@ -23,6 +23,7 @@ from urllib.parse import urljoin
 
 import httpx
 import trafilatura
+from trafilatura.settings import Document as TrafilaturaDocument
 
 from research_tool.core.errors import (
     AccessDeniedError,
@@ -105,7 +106,8 @@ def _sniff(body: bytes) -> str:
 
 
 def _extract_html(html: str, url: str) -> tuple[str | None, str]:
-    document = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False)
+    extracted = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False)
+    document = extracted if isinstance(extracted, TrafilaturaDocument) else None  # a dict only with as_dict=True
     text = (document.text or "").strip() if document is not None else ""
     title = document.title if document is not None else None
     if not text:

@@ -53,7 +53,16 @@ _OPTIMIZE_AFTER_DOCS = 1_000
 # would match nearly every document. Words kept on purpose: negations stay out of the query too
 # (BM25 cannot use them), but single letters such as "d" (vitamin D) and digits are kept.
 STOPWORDS: frozenset[str] = frozenset(
-    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either", "else", "etc", "ever", "every", "few", "for", "from", "further", "get", "gets", "got", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "lets", "may", "me", "might", "more", "most", "much", "must", "my", "myself", "need", "neither", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "per", "please", "same", "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "though", "through", "to", "too", "under", "until", "up", "upon", "us", "use", "used", "using", "very", "via", "was", "we", "were", "what", "whats", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "would", "yet", "you", "your", "yours", "yourself", "yourselves", "s", "t", "ll", "re", "ve", "m"]
+    """
+    a about above after again against all also am an and any are as at be because been before being below between
+    both but by can could did do does doing done down during each either else etc ever every few for from further
+    get gets got had has have having he her here hers herself him himself his how i if in into is it its itself just
+    let lets may me might more most much must my myself need neither no nor not now of off on once one only or other
+    our ours ourselves out over own per please same shall she should so some such than that the their theirs them
+    themselves then there these they this those though through to too under until up upon us use used using very via
+    was we were what whats when where whether which while who whom whose why will with within without would yet you
+    your yours yourself yourselves s t ll re ve m
+    """.split()
 )
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -187,7 +196,7 @@ class CorpusIndex:
         self.body_weight = float(body_weight)
         self._write_lock = threading.Lock()
         self._schema_lock = threading.Lock()
-        self._schema_ready = False
+        self._schema_ready = threading.Event()
 
     # --- connections and schema ----------------------------------------------------------------
 
@@ -201,10 +210,10 @@ class CorpusIndex:
         return conn
 
     def _ensure_schema(self) -> None:
-        if self._schema_ready:
+        if self._schema_ready.is_set():
             return
         with self._schema_lock:
-            if self._schema_ready:
+            if self._schema_ready.is_set():  # another thread created it while this one waited
                 return
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
             with closing(self._open()) as conn:
@@ -231,7 +240,7 @@ class CorpusIndex:
                     COMMIT;
                     """
                 )
-            self._schema_ready = True
+            self._schema_ready.set()
 
     # --- indexing --------------------------------------------------------------------------------
 

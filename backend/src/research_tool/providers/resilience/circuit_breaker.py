@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 
 from research_tool.core.logging import get_logger
 
@@ -25,7 +25,7 @@ DEFAULT_FAILURE_THRESHOLD = 5
 DEFAULT_RESET_TIMEOUT_S = 60.0
 
 
-class CircuitState(str, Enum):
+class CircuitState(StrEnum):
     CLOSED = "closed"
     OPEN = "open"
     HALF_OPEN = "half_open"

@@ -20,7 +20,9 @@ _MONTHS = {
 
 
 def _text(node: etree._Element | None) -> str:
-    return plain_text("".join(node.itertext())) if node is not None else ""
+    if node is None:
+        return ""
+    return plain_text(etree.tostring(node, method="text", encoding="unicode", with_tail=False))
 
 
 def publication_date(article: etree._Element) -> str | None:

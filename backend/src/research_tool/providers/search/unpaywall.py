@@ -66,8 +66,6 @@ class UnpaywallRecord(BaseModel):
         locations += [loc for loc in self.oa_locations if loc is not self.best_oa_location]
         urls: list[str] = []
         for loc in locations:
-            if loc is None:
-                continue
             for url in (loc.url, loc.url_for_landing_page, loc.url_for_pdf):
                 if url and url not in urls:
                     urls.append(url)
