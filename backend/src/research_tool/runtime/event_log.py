@@ -28,6 +28,10 @@ class EventLog:
         self._next_seq: dict[str, int] = {}
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = defaultdict(set)
 
+    def begin(self, session_id: str) -> None:
+        """`session_id` is new and has no event yet: its first append needs no look-up of the last seq."""
+        self._next_seq.setdefault(session_id, 1)
+
     async def append(
         self, session_id: str, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None
     ) -> Event:

@@ -111,6 +111,8 @@ class SessionRunner:
         Launch it before the next await so that its queue place stays taken."""
         with self.admission.reserve():
             record = await self.store.create(request, session_id)
+            if session_id is None:  # a fresh id: no event can exist for it
+                self.events.begin(record.id)
             await self.events.append(
                 record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d."
             )
