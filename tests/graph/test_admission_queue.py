@@ -112,3 +112,28 @@ async def test_a_start_past_the_queue_is_refused_with_nothing_written(tmp_path: 
         release.set()
         for sid in (held.id, waiting[1], accepted.id):
             assert (await runner.wait(sid)).status == "completed"
+
+
+async def test_with_no_queue_a_start_runs_when_a_slot_is_free_and_is_refused_when_none_is(
+    tmp_path: Path, stdlib_corpus: Path
+) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    def engines(req: ResearchRequest) -> ReasoningEngine:
+        return HeldEngine(entered, release) if req.query == HELD else OfflineEngine()
+
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, data_dir=tmp_path / "data", max_concurrent_sessions=1, max_queued_sessions=0
+    )
+    async with open_research_services(settings, engine_factory=engines) as services:
+        runner = services.runner
+        held = await runner.create(request(HELD, stdlib_corpus))
+        runner.launch(held.id)
+        await entered.wait()
+        with pytest.raises(ServerBusyError):
+            await runner.create(request("How do I write rows to a CSV file?", stdlib_corpus))
+        release.set()
+        assert (await runner.wait(held.id)).status == "completed"
+        after = await runner.create(request("How do I write rows to a CSV file?", stdlib_corpus))
+        runner.launch(after.id)
+        assert (await runner.wait(after.id)).status == "completed"

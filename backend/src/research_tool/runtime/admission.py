@@ -43,10 +43,12 @@ class Admission:
         return self._run_estimate_s
 
     @contextmanager
-    def reserve(self) -> Iterator[None]:
-        """Hold a queue place while a new session is created; raises ServerBusyError when none is free.
-        The caller launches the session (`enqueue`) before giving control back to the event loop."""
-        if self.queued >= self.max_queued:
+    def reserve(self, *, running: int) -> Iterator[None]:
+        """Hold a place while a new session is created; raises ServerBusyError when every run slot (`running`
+        are taken) and every queue place is. The caller launches the session (`enqueue`) before giving control
+        back to the event loop."""
+        free_slots = max(0, self.max_running - running)
+        if self.queued >= self.max_queued + free_slots:
             raise ServerBusyError(
                 f"the server is at capacity (running: {self.max_running}, queued: {self.queued}); "
                 f"try again in {self.retry_after_s()} s",

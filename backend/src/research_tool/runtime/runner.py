@@ -109,7 +109,7 @@ class SessionRunner:
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
         """Write a new queued session; ServerBusyError (nothing written) when the queue is full.
         Launch it before the next await so that its queue place stays taken."""
-        with self.admission.reserve():
+        with self.admission.reserve(running=self.running_count):
             record = await self.store.create(request, session_id)
             if session_id is None:  # a fresh id: no event can exist for it
                 self.events.begin(record.id)
