@@ -37,6 +37,7 @@ from research_tool.bench.server_process import ServerProcess, uvicorn_server
 from research_tool.bench.session_storage import storage_per_session
 from research_tool.bench.stats import ms, percentile
 from research_tool.bench.watchers import MemorySampler, SessionWatch, StatusPoller, watch_session
+from research_tool.providers.http_client import PooledAiohttpTransport
 
 QUESTIONS = (
     "How do I run a subprocess with a timeout and capture its output?",
@@ -124,7 +125,11 @@ async def run_size(
             max_concurrent_sessions=None,  # the server's default: the rest wait in its queue
         )
         async with (
-            httpx.AsyncClient(timeout=120, limits=limits, trust_env=False) as client,
+            # the measuring client on aiohttp's pool too: httpx's own pool, with a connection per session, would
+            # spend more time on the bench's side than the server takes to answer (see README "HTTP client")
+            httpx.AsyncClient(
+                timeout=120, transport=PooledAiohttpTransport(limits=limits, trust_env=False), trust_env=False
+            ) as client,
             uvicorn_server(env.process_env(), workdir / label, client) as server,
         ):
             if profile_dir is None:
