@@ -4,15 +4,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 Q ?= How do I run a subprocess with a timeout in Python and capture its output?
-DEMO_CORPUS := data/demo_corpus
+DEMO_CORPUS ?= data/demo_corpus
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
 .PHONY: run test test-fast lint bench eval serve venv clean
 
 $(STAMP): pyproject.toml constraints.txt
+	@echo "Installing research-tool into $(VENV) with its dev, llm and browser extras, pinned by constraints.txt"
+	@echo "(first run, or pyproject.toml/constraints.txt changed): a minute or two; later runs start at once."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,llm,browser]'
+	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e '.[dev,llm,browser]'
 	touch $(STAMP)
+	@echo "Installed into $(VENV)."
 
 venv: $(STAMP)
 
@@ -32,8 +37,13 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The web page at / works out of the box: the demo corpus is built if missing and allowed as a corpus
+# folder (added to any RESEARCH_CORPUS_DIRS from the environment), so `local` searches it with no key.
 serve: $(STAMP)
-	$(BIN)/research-tool serve
+	$(BIN)/python -m research_tool.demo_corpus $(DEMO_CORPUS)
+	@echo "Research Tool: open http://$(HOST):$(PORT)/ (API docs at /docs); Ctrl-C stops the server."
+	RESEARCH_CORPUS_DIRS="$${RESEARCH_CORPUS_DIRS:+$$RESEARCH_CORPUS_DIRS:}$(abspath $(DEMO_CORPUS))" \
+		$(BIN)/research-tool serve --host $(HOST) --port $(PORT)
 
 bench: $(STAMP)
 	$(BIN)/python -m research_tool.bench
@@ -42,4 +52,4 @@ eval: $(STAMP)
 	$(BIN)/python -m research_tool.eval
 
 clean:
-	rm -rf $(VENV) data/*.db data/demo_corpus data/exports
+	rm -rf $(VENV) data/*.db data/demo_corpus data/exports tmp/artifacts

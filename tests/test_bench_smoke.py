@@ -41,6 +41,8 @@ EXPECTED_FIGURES = {
         "sessions lost (not completed, or a gap in events)",
     ],
     "local_index": ["index time", "query latency top-10 p50", "query latency top-10 p95"],
+    "splitter": ["split 10 KB", "split 100 KB", "seconds per MB at the largest size"],
+    "model_hang": ["session wall time", "provider calls (search done)", "degraded_mode", "model fallbacks"],
 }
 
 
@@ -80,6 +82,7 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
     assert results[1].figure("2 x 0.1s: completed with a report").value == 2
     assert results[3].figure("sessions that never resumed").value == 0
     assert results[4].figure("documents indexed").value == 3
+    assert results[6].figure("status").value == "completed"
 
     table = render_table(results)
     assert "[scale] 2 x 0.1s: status p95" in table and "[resume]" in table

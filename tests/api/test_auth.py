@@ -1,8 +1,11 @@
-"""With RESEARCH_API_TOKEN set, every route but /healthz needs `Authorization: Bearer <token>`:
-without it or with a wrong one → 401 in the JSON error shape; WebSocket handshakes are refused."""
+"""With RESEARCH_API_TOKEN set, every route but /healthz and the static shells (/, /docs, /redoc and their
+assets: tests/api/test_web_routes.py) needs `Authorization: Bearer <token>`: without it or with a wrong one
+→ 401 in the JSON error shape; WebSocket handshakes are refused unless the header or the `bearer.`
+subprotocol a browser can send carries the token."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,7 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("POST", "/run", OK_BODY),
     ("GET", "/metrics", None),
     ("GET", "/openapi.json", None),
-    ("GET", "/docs", None),
+    ("GET", "/api/providers", None),
 ]
 BAD_HEADERS: list[tuple[str, dict[str, str]]] = [
     ("no header", {}),
@@ -103,3 +106,24 @@ async def test_cors_is_off_by_default_and_allows_configured_origins(
         denied = await api.client.get("/api/research", headers={"Origin": "https://app.example"})
         assert denied.status_code == 401
         assert denied.headers["access-control-allow-origin"] == "https://app.example"
+
+
+def token_subprotocol(token: str) -> str:
+    return "bearer." + base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+
+
+async def test_websocket_takes_the_token_as_a_subprotocol(secured: LiveApi) -> None:
+    """Browsers cannot set headers on a WebSocket: the page offers `research-tool` and `bearer.<base64url>`."""
+    url = f"{secured.ws_url}/api/research/{SID}/ws"
+    for wrong in ("not-the-token", "", TOKEN + "x"):
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(url, subprotocols=["research-tool", token_subprotocol(wrong)]):  # type: ignore[list-item]
+                pass
+        assert refused.value.response.status_code == 401
+    with pytest.raises(InvalidStatus):  # the token alone, without the protocol name, is not taken
+        async with connect(url, subprotocols=[token_subprotocol(TOKEN)]):  # type: ignore[list-item]
+            pass
+    async with connect(url, subprotocols=["research-tool", token_subprotocol(TOKEN)]) as ws:  # type: ignore[list-item]
+        assert ws.subprotocol == "research-tool"
+        await ws.wait_closed()
+    assert ws.close_code == 4404  # authorized, then told the session is unknown

@@ -20,6 +20,14 @@ API
 - `requests` / `requests_for(step)`: every chat request received (`RecordedRequest`: path, step, parsed
   JSON body, headers), in arrival order; `system_text` and `user_text` give the prompt sent.
 - `base_url`: what to put in `OPENAI_BASE_URL` (ends in `/v1`) or `OLLAMA_BASE_URL`.
+- `usage`: the (prompt, completion) token counts a plain-string answer reports (default 120, 30).
+
+Misbehaving the way real deployments do (issue 14), per `Reply`:
+- `Reply(content, trickle_s=2.0, trickle_bytes=1)`: the response is written `trickle_bytes` at a time, one piece
+  every `trickle_s` seconds (a client's read timeout, which bounds the gap between bytes, never fires);
+- `Reply(content, hang=True)` / `HANG`: headers never come; the handler waits until the server stops;
+- `huge_answer(sentence, times)`, `Reply("not json")`, `Reply(..., status=500)`: a huge answer, invalid JSON,
+  a server error.
 - `start()` / `stop()`, or use the server as a context manager.
 - `unused_port()`: a port on 127.0.0.1 with nothing listening (for the "server is down" tests).
 
@@ -67,6 +75,9 @@ class Reply:
     completion_tokens: int = 30
     status: int = 200
     usage: bool = True  # False: the server reports no token counts
+    trickle_s: float = 0.0  # > 0: write the response `trickle_bytes` at a time, this many seconds apart
+    trickle_bytes: int = 1
+    hang: bool = False  # never answer (until the server stops)
 
     @property
     def total_tokens(self) -> int:
@@ -79,6 +90,8 @@ class RecordedRequest:
     step: str | None
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    reply: Reply | None = None  # the scripted reply it got (its pacing is read by the HTTP handler)
+    received: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic)
 
     def _texts(self, role: str) -> list[str]:
         texts = []
@@ -105,6 +118,15 @@ class RecordedRequest:
         return self._texts("user")
 
 
+HANG = Reply(content="", hang=True)
+
+
+def huge_answer(sentence: str, times: int) -> str:
+    """A synthesis answer of one sentence said `times` times (200 KB at times=1851 for a 108-char sentence)."""
+    answer = " ".join([sentence] * times)
+    return json.dumps({"answer": answer, "findings": [], "gaps": []})
+
+
 def unused_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (bound, then released)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -115,8 +137,12 @@ def unused_port() -> int:
 AnswerFunction = Callable[[RecordedRequest], "str | Reply"]
 
 
-def _as_reply(answer: str | Reply) -> Reply:
-    return answer if isinstance(answer, Reply) else Reply(content=answer)
+def _as_reply(answer: str | Reply, usage: tuple[int, int]) -> Reply:
+    return (
+        answer
+        if isinstance(answer, Reply)
+        else Reply(content=answer, prompt_tokens=usage[0], completion_tokens=usage[1])
+    )
 
 
 def _step_of(body: dict[str, Any]) -> str | None:
@@ -142,6 +168,8 @@ class ScriptedChatServer:
         self.requests: list[RecordedRequest] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # releases hanging and trickling handlers
+        self.usage: tuple[int, int] = (120, 30)
 
     # --- scripting ---------------------------------------------------------------------------------------
 
@@ -169,10 +197,11 @@ class ScriptedChatServer:
             queue = self._queues.get(step)
             answer = queue.popleft() if queue else self._defaults.get(step) or self._defaults.get(ANY_STEP)
         if answer is None:
-            return Reply(content=f"no scripted answer for step {request.step}", status=500)
-        if callable(answer):
-            answer = answer(request)
-        return _as_reply(answer)
+            reply = Reply(content=f"no scripted answer for step {request.step}", status=500)
+        else:
+            reply = _as_reply(answer(request) if callable(answer) else answer, self.usage)
+        request.reply = reply
+        return reply
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -199,6 +228,7 @@ class ScriptedChatServer:
 
     def start(self) -> ScriptedChatServer:
         owner = self
+        self._stopping.clear()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -206,12 +236,26 @@ class ScriptedChatServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-            def _send(self, status: int, content_type: str, payload: bytes) -> None:
+            def _send(self, status: int, content_type: str, payload: bytes, pace: Reply | None = None) -> None:
+                if pace is not None and pace.hang:
+                    owner._stopping.wait()
+                    return
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                if pace is None or pace.trickle_s <= 0:
+                    self.wfile.write(payload)
+                    return
+                step = max(1, pace.trickle_bytes)
+                try:
+                    for start in range(0, len(payload), step):
+                        self.wfile.write(payload[start : start + step])
+                        self.wfile.flush()
+                        if owner._stopping.wait(pace.trickle_s):
+                            return
+                except OSError:
+                    return  # the client gave up (the whole-call timeout cancelled it)
 
             def do_GET(self) -> None:
                 self._send(*owner.handle_get(self.path.split("?")[0]))
@@ -227,7 +271,7 @@ class ScriptedChatServer:
                 path = self.path.split("?")[0]
                 request = RecordedRequest(path=path, step=_step_of(body), body=body, headers=dict(self.headers.items()))
                 owner._record(request)
-                self._send(*owner.handle_post(path, request))
+                self._send(*owner.handle_post(path, request), pace=request.reply)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -238,6 +282,7 @@ class ScriptedChatServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()

@@ -83,17 +83,23 @@ async def test_a_whole_session_runs_on_the_model(server: ScriptedChatServer, cor
     assert (exports / f"{result.record.id}.json").exists()
 
 
-async def test_a_small_token_budget_compacts_and_the_session_still_completes(
+async def test_a_small_token_budget_compacts_and_no_call_starts_that_the_budget_cannot_cover(
     server: ScriptedChatServer, corpus: Path, tmp_path: Path
 ) -> None:
     script_session(server, sufficient_after=5)
-    # The scripted servers report 150 tokens a call; the first cycle (clarify, plan, the extracts, reflect)
-    # spends 1,200: less than 25% of the budget is left before reflect, and the guard fires after it.
-    settings = llm_settings(kind_of(server), server.base_url, data_dir=tmp_path / "data", token_budget=1200)
+    server.usage = (2000, 1000)  # every call costs 3,000 tokens
+    # A call reserves its prompt plus a 4,096-token answer; the first cycle spends most of the budget, less
+    # than 25% is left before reflect (compaction), and the calls the rest cannot cover are never sent.
+    budget = 28_000
+    settings = llm_settings(kind_of(server), server.base_url, data_dir=tmp_path / "data", token_budget=budget)
     result = await run_session(settings, request_for(corpus))
 
     assert result.record.status == "completed", result.record.error
     reasons = [e.data["reason"] for e in result.events if e.type == "compaction"]
-    assert "token_budget_low" in reasons, reasons
+    assert "token_budget_low" in reasons, (reasons, result.report and result.report["metadata"])
     assert result.report is not None
-    assert result.report["stop_reason"] == "token_budget", result.report["metadata"]["token_count"]  # the guard ends it
+    meta = result.report["metadata"]
+    assert meta["token_count"] == 3000 * len(server.requests) <= budget
+    refused = [f for f in meta["fallbacks"] if f["reason"] == "token_budget"]
+    assert refused, meta["fallbacks"]
+    assert meta["degraded_mode"] is (refused[-1]["step"] == "synthesize")

@@ -190,7 +190,9 @@ async def test_extract_sends_source_text_as_delimited_data(harness: Harness) -> 
 
 
 async def test_extract_with_invented_quotes_retries_then_degrades(harness: Harness) -> None:
-    invented = json.dumps({"facts": [{"statement": "It is blue.", "quote": "The tower is painted blue"}]})
+    invented = json.dumps(
+        {"facts": [{"statement": "It is blue.", "quote": "The tower is painted blue"}], "entities": []}
+    )
     harness.server.script("extract", invented, invented)
 
     step = await harness.engine.extract("When was the Eiffel Tower built?", SOURCE, iteration=1)

@@ -1,7 +1,11 @@
 """`research-tool`: run, resume and inspect research sessions from a terminal (DESIGN §6).
 
 Exit codes: 0 done, 2 bad input, 3 failed, 130 interrupted (the session stays resumable).
-Progress goes to stderr; the report (or JSON) to stdout or --out.
+Progress goes to stderr (one live line on a terminal, the event log with --verbose); the report (or JSON)
+to stdout or --out, rendered as rich markdown on a terminal and left as plain markdown in a pipe.
+
+Start-up is kept short: `sessions`, `show` and the other light commands import neither the graph nor
+LangChain nor trafilatura (they are imported inside the commands that run research).
 """
 
 from __future__ import annotations
@@ -12,26 +16,36 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from pydantic import ValidationError
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
-from research_tool.core.errors import BadInputError, ResearchToolError, SessionNotFoundError, SessionStateError
-from research_tool.core.logging import configure_logging
-from research_tool.core.settings import Settings, reset_settings_cache
 from research_tool.models.domain import DOMAIN_NAMES
-from research_tool.models.request import SEARCH_PROVIDERS, ResearchRequest
+from research_tool.models.request import SEARCH_PROVIDERS
 from research_tool.models.tiers import TIER_NAMES
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+    from rich.status import Status
+
+    from research_tool.core.settings import Settings
+    from research_tool.models.events import Event
+    from research_tool.models.request import ResearchRequest
+    from research_tool.models.sessions import SessionRecord
+    from research_tool.runtime.composition import ResearchServices
+    from research_tool.runtime.session_store import SessionStore
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
 FORMATS = ("md", "json", "html", "bib")
 PRIVACY_MODES = ("local_only", "hybrid", "cloud_allowed")
+SHORT_ID_CHARS = 8  # `sessions` shows at least this much of an id, more when needed to keep it unique
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+T = TypeVar("T")
 
 
 class CliError(Exception):
@@ -56,6 +70,12 @@ def validation_message(exc: ValidationError) -> str:
     return f"invalid {where}: {text}"
 
 
+class Interruption:
+    """What a Ctrl-C that reaches `main` should say: the session it leaves behind, if one exists yet."""
+
+    session_id: str | None = None
+
+
 # --- argument parsing ---------------------------------------------------------------------------
 
 
@@ -76,26 +96,34 @@ def build_parser() -> OneLineParser:
     run.add_argument("--no-fetch", action="store_true")
     run.add_argument("--max-time", type=float, metavar="S")
     run.add_argument("--session-id")
+    run.add_argument("-v", "--verbose", action="store_true", help="print every progress event")
 
     resume = sub.add_parser("resume", help="resume an interrupted session")
-    resume.add_argument("session_id")
+    resume.add_argument("session_id", help="a session id or a unique prefix of one")
     resume.add_argument("--format", choices=FORMATS, default="md")
     resume.add_argument("--out", type=Path)
+    resume.add_argument("-v", "--verbose", action="store_true", help="print every progress event")
 
     sessions = sub.add_parser("sessions", help="list sessions, newest first")
     sessions.add_argument("--json", action="store_true")
     sessions.add_argument("--limit", type=int, default=50)
 
     show = sub.add_parser("show", help="print a finished session's report")
-    show.add_argument("session_id")
+    show.add_argument("session_id", help="a session id or a unique prefix of one")
     show.add_argument("--format", choices=FORMATS, default="md")
+    show.add_argument("--out", type=Path)
+
+    delete = sub.add_parser("delete", help="delete sessions with their events and checkpoints")
+    delete.add_argument("session_ids", nargs="+", metavar="session_id", help="ids or unique prefixes")
 
     search = sub.add_parser("search", help="query one provider and print normalized results")
     search.add_argument("--provider", required=True, choices=SEARCH_PROVIDERS)
     search.add_argument("query", nargs="?")
     search.add_argument("--queries", type=Path, help="JSONL file of {id, text}")
     search.add_argument("--max-results", type=int, default=10)
-    search.add_argument("--corpus", action="append", default=[], metavar="DIR")
+    search.add_argument(
+        "--corpus", action="append", default=[], metavar="DIR", help="local: search this folder too (repeatable)"
+    )
     search.add_argument("--json", action="store_true")
 
     index = sub.add_parser("index", help="index a folder of documents for the local provider")
@@ -108,14 +136,18 @@ def build_parser() -> OneLineParser:
     serve = sub.add_parser("serve", help="run the HTTP API (one worker)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+
+    sub.add_parser("mcp", help="run the MCP server on stdin/stdout (for an MCP client such as Claude Desktop)")
     return parser
 
 
 def request_from_args(args: argparse.Namespace) -> ResearchRequest:
+    from pydantic import ValidationError
+
+    from research_tool.models.request import ResearchRequest
+
     providers = [p.strip() for p in args.providers.split(",") if p.strip()] if args.providers else None
     corpus = [str(Path(c).expanduser().resolve()) for c in args.corpus]
-    if corpus and providers is None:
-        providers = None  # the domain order includes `local` when a corpus is given
     formats = list(dict.fromkeys([args.format, "json", "md"]))
     try:
         return ResearchRequest(
@@ -134,22 +166,96 @@ def request_from_args(args: argparse.Namespace) -> ResearchRequest:
         raise CliError(validation_message(exc)) from None
 
 
-# --- progress and output ------------------------------------------------------------------------
+# --- progress -----------------------------------------------------------------------------------
+
+# Events printed in a pipe without --verbose: the session's milestones, not every search.
+MILESTONE_EVENTS = frozenset(
+    {
+        "session_started",
+        "clarification_requested",
+        "clarification_timeout",
+        "stop_requested",
+        "saturation",
+        "session_completed",
+        "session_failed",
+    }
+)
 
 
-def render_event(event: Any) -> None:
-    phase = f"[cyan]{event.phase:<10}[/]" if event.phase else " " * 10
-    style = {"provider_error": "yellow", "session_failed": "red", "session_completed": "green"}.get(event.type, "")
-    message = f"[{style}]{event.message}[/]" if style else event.message
-    stderr.print(f"[dim]{event.seq:>4}[/] {phase} {message}", markup=True, highlight=False)
+def progress_line(phase: str | None, progress: dict[str, Any], provider_errors: int) -> Text:
+    """`collect · cycle 2 · 14 sources · 37 facts · saturation: 12% new facts, 5% new entities`."""
+    parts = [phase or "starting"]
+    iteration = int(progress.get("iteration") or 0)
+    if iteration:
+        parts.append(f"cycle {iteration}")
+    parts.append(f"{int(progress.get('sources_found') or 0)} sources")
+    parts.append(f"{int(progress.get('facts_extracted') or 0)} facts")
+    saturation = progress.get("saturation_metrics")
+    if isinstance(saturation, dict) and "new_facts_ratio" in saturation:
+        parts.append(
+            f"saturation: {float(saturation['new_facts_ratio']):.0%} new facts, "
+            f"{float(saturation.get('new_entities_ratio') or 0):.0%} new entities"
+        )
+    if provider_errors:
+        parts.append(f"{provider_errors} provider error{'s' if provider_errors != 1 else ''}")
+    return Text(" · ".join(parts))  # a Text, never markup: phases and counts only, but keep it inert
 
 
-async def follow_progress(services: Any, session_id: str, after: int, interactive: bool) -> None:
-    """Print every event; answer clarification questions from the terminal when one is attached."""
+class ProgressDisplay:
+    """On a terminal: one live status line (rich Status). With --verbose: every event, one line each.
+    In a pipe: the milestones only."""
+
+    def __init__(self, console: Console, *, verbose: bool) -> None:
+        self.console = console
+        self.mode = "log" if verbose else ("live" if console.is_terminal else "milestones")
+        self._status: Status | None = None
+        self._phase: str | None = None
+        self._progress: dict[str, Any] = {}
+        self._provider_errors = 0
+
+    def start(self) -> None:
+        if self.mode == "live" and self._status is None:
+            self._status = self.console.status(self._line(), spinner="dots")
+            self._status.start()
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def _line(self) -> Text:
+        return progress_line(self._phase, self._progress, self._provider_errors)
+
+    def on_event(self, event: Event, progress: dict[str, Any]) -> None:
+        if event.phase:
+            self._phase = event.phase
+        if event.type == "provider_error":
+            self._provider_errors += 1
+        self._progress = progress or self._progress
+        if self.mode == "log" or (self.mode == "milestones" and event.type in MILESTONE_EVENTS):
+            self.print_event(event)
+        elif self._status is not None:
+            self._status.update(self._line())
+
+    def print_event(self, event: Event) -> None:
+        style = {"provider_error": "yellow", "session_failed": "red", "session_completed": "green"}.get(event.type)
+        line = Text(f"{event.seq:>4} ", style="dim")
+        line.append(f"{event.phase or '':<10} ", style="cyan")
+        line.append(event.message, style=style or "")  # event text quotes sources: appended as plain text
+        self.console.print(line)
+
+
+async def follow_progress(
+    services: ResearchServices, session_id: str, after: int, interactive: bool, display: ProgressDisplay
+) -> None:
+    """Show the events; answer clarification questions from the terminal when one is attached."""
     async for event in services.events.follow(session_id, after):
-        render_event(event)
+        record = await services.store.get(session_id)
+        display.on_event(event, record.progress)
         if event.type == "clarification_requested":
+            display.stop()
             answers = await ask_questions(event.data.get("questions", [])) if interactive else []
+            display.start()
             if answers:
                 await services.runner.provide_answers(session_id, answers)
             else:
@@ -159,10 +265,13 @@ async def follow_progress(services: Any, session_id: str, after: int, interactiv
 async def ask_questions(questions: list[str]) -> list[str]:
     answers: list[str] = []
     for question in questions:
-        stderr.print(f"[bold]? {question}[/]")
+        stderr.print(Text(f"? {question}", style="bold"))
         answer = await asyncio.to_thread(sys.stdin.readline)
         answers.append(answer.strip())
     return [a for a in answers if a]
+
+
+# --- output -------------------------------------------------------------------------------------
 
 
 def render_report(report: dict[str, Any], fmt: str) -> str:
@@ -172,39 +281,83 @@ def render_report(report: dict[str, Any], fmt: str) -> str:
     return render(Report.model_validate(report), fmt)
 
 
-def emit_output(text: str, out: Path | None) -> None:
-    if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
+def emit_output(text: str, out: Path | None, *, fmt: str = "text") -> None:
+    """Write to --out, or to stdout: markdown is rendered on a terminal and stays plain in a pipe."""
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        stderr.print(Text(f"Report written to {out}"))
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    stderr.print(f"Report written to {out}")
+    if fmt == "md" and sys.stdout.isatty():
+        from rich.markdown import Markdown
+
+        Console(highlight=False).print(Markdown(text, hyperlinks=True))
+        return
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
 
 
-# --- commands -----------------------------------------------------------------------------------
+# --- running a session --------------------------------------------------------------------------
 
 
-async def drive_session(services: Any, session_id: str, fmt: str, out: Path | None, after: int) -> int:
+async def finish_despite_interrupt(work: Awaitable[T]) -> T:
+    """Await `work` to the end even if Ctrl-C cancels the caller meanwhile (the report of a completed session
+    is printed although the interrupt came just after the session completed)."""
+    task = asyncio.ensure_future(work)
+    while True:
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+
+
+async def stop_following(progress: asyncio.Task[None], *, wait_s: float) -> None:
+    """Let the follower print the final event (it ends by itself), then stop it."""
+    if not progress.done():
+        await asyncio.wait({progress}, timeout=wait_s)
+    progress.cancel()
+    await asyncio.gather(progress, return_exceptions=True)
+
+
+async def drive_session(
+    services: ResearchServices, session_id: str, fmt: str, out: Path | None, after: int, verbose: bool
+) -> int:
     runner = services.runner
-    interactive = sys.stdin.isatty()
+    display = ProgressDisplay(stderr, verbose=verbose)
+    display.start()
     task = runner.launch(session_id)
-    progress = asyncio.create_task(follow_progress(services, session_id, after, interactive))
+    progress = asyncio.create_task(follow_progress(services, session_id, after, sys.stdin.isatty(), display))
+    interrupted = False
     try:
         await asyncio.shield(task)
-    finally:
-        await asyncio.sleep(0)
-        if not progress.done():
-            try:
-                await asyncio.wait_for(progress, timeout=2)
-            except TimeoutError:
-                progress.cancel()
-    record = await services.store.get(session_id)
+    except asyncio.CancelledError:  # Ctrl-C: asyncio.run's SIGINT handler cancels the main task
+        interrupted = True
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
+        record = await finish_despite_interrupt(services.store.get(session_id))
+        if not task.done() and record.status != "completed":
+            task.cancel()  # the runner records the session as interrupted; its checkpoints stay
+        await finish_despite_interrupt(asyncio.gather(task, return_exceptions=True))
+    record = await finish_despite_interrupt(services.store.get(session_id))
     if record.status != "completed":
-        stderr.print(f"[red]Session {session_id} {record.status}: {record.error or ''}[/]")
+        await finish_despite_interrupt(stop_following(progress, wait_s=0 if interrupted else 2))
+        display.stop()
+        if interrupted:
+            stderr.print(
+                Text(f"Interrupted: session {session_id} is saved; resume it with `research-tool resume {session_id}`.")
+            )
+            return EXIT_INTERRUPTED
+        stderr.print(Text(f"Session {session_id} {record.status}: {record.error or ''}", style="red"))
         return EXIT_FAILED
-    emit_output(render_report(await runner.report(session_id), fmt), out)
-    stderr.print(f"Session {session_id} completed (stop reason: {record.stop_reason}).")
+    # Completed: the report is printed even when Ctrl-C arrives from here on.
+    await finish_despite_interrupt(stop_following(progress, wait_s=2))
+    display.stop()
+    text = render_report(await finish_despite_interrupt(runner.report(session_id)), fmt)
+    emit_output(text, out, fmt=fmt)
+    stderr.print(Text(f"Session {session_id} completed (stop reason: {record.stop_reason})."))
     return EXIT_OK
 
 
@@ -216,61 +369,169 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         services.validate(request)
         if args.session_id and await services.store.exists(args.session_id):
             raise CliError(f"session id already exists: {args.session_id} (use `resume`)")
-        record = await services.runner.create(request, args.session_id)
-        stderr.print(f"Session [bold]{record.id}[/] (resume with: research-tool resume {record.id})")
-        return await drive_session(services, record.id, args.format, args.out, after=0)
+        session_id = args.session_id or uuid.uuid4().hex
+        Interruption.session_id = session_id
+        record = await services.runner.create(request, session_id)
+        stderr.print(Text(f"Session {record.id}", style="bold"))
+        return await drive_session(services, record.id, args.format, args.out, after=0, verbose=args.verbose)
 
 
 async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.composition import open_research_services
 
     async with open_research_services(settings) as services:
-        record = await services.store.get(args.session_id)
+        session_id = await services.store.resolve(args.session_id)
+        Interruption.session_id = session_id
+        record = await services.store.get(session_id)
         if record.status == "completed":
-            emit_output(render_report(await services.runner.report(record.id), args.format), args.out)
+            emit_output(render_report(await services.runner.report(record.id), args.format), args.out, fmt=args.format)
             return EXIT_OK
         last = await services.events.replay(record.id)
         after = last[-1].seq if last else 0
-        stderr.print(f"Resuming session [bold]{record.id}[/] from its last checkpoint.")
-        return await drive_session(services, record.id, args.format, args.out, after=after)
+        stderr.print(Text(f"Resuming session {record.id} from its last checkpoint.", style="bold"))
+        return await drive_session(services, record.id, args.format, args.out, after=after, verbose=args.verbose)
 
 
-async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
+# --- reading sessions without the research machinery -------------------------------------------------
+
+
+async def open_session_store(settings: Settings) -> tuple[SessionStore, Any]:
     from research_tool.runtime.session_store import SessionStore
     from research_tool.runtime.storage import open_database
 
     conn = await open_database(settings.db_path("sessions.db"))
+    return SessionStore(conn), conn
+
+
+def unique_prefixes(ids: Sequence[str], all_ids: Sequence[str]) -> dict[str, str]:
+    """The shortest prefix (at least SHORT_ID_CHARS) of each id that no other id starts with."""
+    ordered = sorted(set(all_ids))
+    prefixes: dict[str, str] = {}
+    for sid in ids:
+        neighbours = [o for o in ordered if o != sid]
+        length = SHORT_ID_CHARS
+        while length < len(sid) and any(o.startswith(sid[:length]) for o in neighbours):
+            length += 1
+        prefixes[sid] = sid[:length]
+    return prefixes
+
+
+async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.runtime.ownership import owner_alive, shown_status
+
+    if not 1 <= args.limit <= 10_000:
+        raise CliError("--limit must be between 1 and 10000")
+    store, conn = await open_session_store(settings)
     try:
-        records, total = await SessionStore(conn).list_page(limit=args.limit)
+        records, total = await store.list_page(limit=args.limit)
+        async with conn.execute("SELECT id FROM sessions") as cur:
+            all_ids = [str(row[0]) for row in await cur.fetchall()]
     finally:
         await conn.close()
+    alive = owner_alive(settings.data_dir)
+    rows: list[dict[str, Any]] = [
+        {
+            "session_id": r.id,
+            "query": r.query,
+            "status": shown_status(r.status, alive),
+            "stop_reason": r.stop_reason,
+            "created_at": r.created_at,
+            "updated_at": r.updated_at,
+        }
+        for r in records
+    ]
     if args.json:
-        rows = [
-            {
-                "session_id": r.id,
-                "query": r.query,
-                "status": r.status,
-                "stop_reason": r.stop_reason,
-                "created_at": r.created_at,
-                "updated_at": r.updated_at,
-            }
-            for r in records
-        ]
         emit_output(json.dumps({"sessions": rows, "total": total}, indent=2), None)
         return EXIT_OK
-    table = Table("session", "status", "stop reason", "created", "question")
-    for r in records:
-        table.add_row(r.id, r.status, r.stop_reason or "", r.created_at[:19], r.query[:60])
-    Console().print(table)
+    if not sys.stdout.isatty():  # a pipe gets whole ids, one tab-separated line per session
+        for row in rows:
+            cells = [row["session_id"], row["status"], row["stop_reason"] or "-", row["created_at"][:19], row["query"]]
+            sys.stdout.write("\t".join(" ".join(str(c).split()) for c in cells) + "\n")
+        return EXIT_OK
+    from rich.table import Table
+
+    short = unique_prefixes([r["session_id"] for r in rows], all_ids)
+    table = Table(caption=f"{len(rows)} of {total}; `show`, `resume` and `delete` take an id or its prefix")
+    table.add_column("id", no_wrap=True, min_width=SHORT_ID_CHARS)
+    table.add_column("status", no_wrap=True)
+    table.add_column("stop reason")
+    table.add_column("created", no_wrap=True)
+    table.add_column("question", overflow="ellipsis", no_wrap=True, ratio=1)
+    for row in rows:
+        table.add_row(
+            Text(short[row["session_id"]]),
+            Text(row["status"]),
+            Text(row["stop_reason"] or ""),
+            Text(row["created_at"][:19].replace("T", " ")),
+            Text(" ".join(row["query"].split())),
+        )
+    Console(highlight=False).print(table)
     return EXIT_OK
 
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the report: the file the session exported when it exists (fast), else rendered from the checkpoint."""
+    from research_tool.core.errors import SessionStateError
+    from research_tool.runtime.ownership import owner_alive, shown_status
+
+    store, conn = await open_session_store(settings)
+    try:
+        session_id = await store.resolve(args.session_id)
+        record = await store.get(session_id)
+        exported = await exported_report(conn, record, args.format)
+    finally:
+        await conn.close()
+    if record.status != "completed":
+        status = shown_status(record.status, owner_alive(settings.data_dir))
+        hint = f"; resume it with `research-tool resume {session_id}`" if status == "interrupted" else ""
+        raise SessionStateError(f"session {session_id} has no report yet (status {status}){hint}")
+    if exported is not None:
+        emit_output(exported, args.out, fmt=args.format)
+        return EXIT_OK
     from research_tool.runtime.composition import open_research_services
 
     async with open_research_services(settings) as services:
-        emit_output(render_report(await services.runner.report(args.session_id), args.format), None)
+        text = render_report(await services.runner.report(session_id), args.format)
+    emit_output(text, args.out, fmt=args.format)
     return EXIT_OK
+
+
+async def exported_report(conn: Any, record: SessionRecord, fmt: str) -> str | None:
+    """The text of the report file the session's export step wrote in `fmt`, if it is still there."""
+    if record.status != "completed":
+        return None
+    async with conn.execute(
+        "SELECT data FROM events WHERE session_id = ? AND type = 'session_completed' ORDER BY seq DESC LIMIT 1",
+        (record.id,),
+    ) as cur:
+        row = await cur.fetchone()
+    if row is None:
+        return None
+    path = (json.loads(row[0]).get("export_paths") or {}).get(fmt)
+    if not isinstance(path, str):
+        return None
+    return await asyncio.to_thread(read_text_file, Path(path))
+
+
+def read_text_file(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+async def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.runtime.composition import open_research_services
+
+    async with open_research_services(settings) as services:
+        ids = [await services.store.resolve(given) for given in args.session_ids]
+        for session_id in dict.fromkeys(ids):
+            await services.runner.delete(session_id)
+            stderr.print(Text(f"Deleted session {session_id}."))
+    return EXIT_OK
+
+
+# --- providers, search, index -------------------------------------------------------------------
 
 
 def read_batch(path: Path) -> list[tuple[str, str]]:
@@ -288,19 +549,37 @@ def read_batch(path: Path) -> list[tuple[str, str]]:
     return batch
 
 
-def search_inputs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], list[Path] | None]:
-    """The (id, query) batch and the resolved corpus folders of `search`, or CliError on bad input."""
+def check_folders(folders: Sequence[str]) -> None:
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise CliError(f"corpus folder not found: {folder}")
+
+
+def local_search_folders(args: argparse.Namespace, settings: Settings) -> list[Path]:
+    """`search --provider local`: --corpus folders, RESEARCH_CORPUS_DIRS and the folders `index` indexed."""
+    from research_tool.providers.local_corpus.indexed_folders import indexed_folders
+
+    folders = [Path(c).resolve() for c in args.corpus]
+    folders += [p.expanduser().resolve() for p in settings.corpus_paths()]
+    folders += indexed_folders(settings.data_dir)
+    folders = list(dict.fromkeys(folders))
+    if not folders:
+        raise CliError("no local folder to search: index one with `research-tool index DIR` or pass --corpus DIR")
+    return folders
+
+
+def search_inputs(args: argparse.Namespace, settings: Settings) -> tuple[list[tuple[str, str]], list[Path] | None]:
+    """The (id, query) batch and the corpus folders of `search`, or CliError on bad input."""
     if bool(args.query) == bool(args.queries):
         raise CliError("give either a QUERY or --queries FILE")
     if not 1 <= args.max_results <= 100:
         raise CliError("--max-results must be between 1 and 100")
     if args.query is not None and not args.query.strip():
         raise CliError("the query is empty")
-    for folder in args.corpus:
-        if not Path(folder).is_dir():
-            raise CliError(f"corpus folder not found: {folder}")
+    check_folders(args.corpus)
     batch = read_batch(args.queries) if args.queries else [("", args.query)]
-    return batch, [Path(c).resolve() for c in args.corpus] or None
+    corpus = local_search_folders(args, settings) if args.provider == "local" else None
+    return batch, corpus
 
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -308,7 +587,7 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.providers.http_client import create_http_client
     from research_tool.providers.registry import create_provider
 
-    batch, corpus = search_inputs(args)
+    batch, corpus = search_inputs(args, settings)
     async with create_http_client() as client:
         provider = create_provider(args.provider, settings, client, corpus_dirs=corpus)
         reason = provider.unavailable_reason()
@@ -328,8 +607,10 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
                 sys.stdout.write(json.dumps(line) + "\n")
             elif outcome.failure:
                 stderr.print(
-                    f"[red]{outcome.failure.provider} failed ({outcome.failure.error_type}): "
-                    f"{outcome.failure.message}[/]"
+                    Text(
+                        f"{outcome.failure.provider} failed ({outcome.failure.error_type}): {outcome.failure.message}",
+                        style="red",
+                    )
                 )
             elif args.json:
                 emit_output(json.dumps(results, indent=2), None)
@@ -339,20 +620,25 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def print_results_table(results: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
     table = Table("#", "title", "url", "date")
     for i, r in enumerate(results, start=1):
-        table.add_row(str(i), (r["title"] or "")[:70], r["url"][:80], r.get("published_date") or "")
-    Console().print(table)
+        table.add_row(str(i), Text((r["title"] or "")[:70]), Text(r["url"][:80]), Text(r.get("published_date") or ""))
+    Console(highlight=False).print(table)
 
 
 async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.providers.local_corpus.index import CorpusIndex
+    from research_tool.providers.local_corpus.indexed_folders import remember_folder
 
     if not args.folder.is_dir():
         raise CliError(f"folder not found: {args.folder}")
+    folder = args.folder.resolve()
     index = CorpusIndex(settings.db_path("local_index.db"))
-    stats = await index.index_folder(args.folder.resolve())
-    stderr.print(" ".join(f"{k}={v}" for k, v in stats.as_dict().items()))
+    stats = await index.index_folder(folder)
+    remember_folder(settings.data_dir, folder)
+    stderr.print(Text(" ".join(f"{k}={v}" for k, v in stats.as_dict().items())))
     return EXIT_OK
 
 
@@ -387,6 +673,8 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         emit_output(json.dumps(rows, indent=2), None)
         return EXIT_OK
+    from rich.table import Table
+
     columns = ["provider", "available", "key", "rate/s", "privacy", *(["memory score"] if args.domain else []), "note"]
     table = Table(*columns)
     for row in rows:
@@ -400,8 +688,8 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
         ]
         if args.domain:
             cells.append("" if row["score"] is None else f"{row['score']:.2f}")
-        table.add_row(*cells, row["reason"] or "")
-    Console().print(table)
+        table.add_row(*cells, Text(row["reason"] or ""))
+    Console(highlight=False).print(table)
     return EXIT_OK
 
 
@@ -412,36 +700,64 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.api.mcp_stdio import serve_stdio
+
+    await serve_stdio(settings)
+    return EXIT_OK
+
+
 COMMANDS = {
     "run": cmd_run,
     "resume": cmd_resume,
     "sessions": cmd_sessions,
     "show": cmd_show,
+    "delete": cmd_delete,
     "search": cmd_search,
     "index": cmd_index,
     "providers": cmd_providers,
+    "mcp": cmd_mcp,
 }
 
 
+def interrupted_message() -> str:
+    session_id = Interruption.session_id
+    if session_id is None:
+        return "Interrupted before a session was created; nothing was saved."
+    return f"Interrupted: session {session_id} is saved; resume it with `research-tool resume {session_id}`."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        stderr.print(Text(interrupted_message()))
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    Interruption.session_id = None
+    from pydantic import ValidationError
+
+    from research_tool.core.errors import BadInputError, ResearchToolError, SessionNotFoundError, SessionStateError
+    from research_tool.core.logging import configure_logging
+    from research_tool.core.settings import Settings, reset_settings_cache
+
     reset_settings_cache()
     try:
         settings = Settings()
     except ValidationError as exc:
-        stderr.print(f"research-tool: error: configuration: {validation_message(exc)}")
+        stderr.print(Text(f"research-tool: error: configuration: {validation_message(exc)}"))
         return EXIT_BAD_INPUT
     configure_logging(settings.log_format, os.environ.get("RESEARCH_LOG_LEVEL", "WARNING"))
     if args.command == "serve":
         return cmd_serve(args)
     try:
         return asyncio.run(COMMANDS[args.command](args, settings))
-    except KeyboardInterrupt:
-        stderr.print("Interrupted; the session is saved and can be resumed with `research-tool resume ID`.")
-        return EXIT_INTERRUPTED
     except (CliError, BadInputError, SessionNotFoundError, SessionStateError) as exc:
-        stderr.print(f"research-tool: error: {exc}", markup=False)
+        stderr.print(Text(f"research-tool: error: {exc}"))
         return exc.code if isinstance(exc, CliError) else EXIT_BAD_INPUT
     except ResearchToolError as exc:
-        stderr.print(f"research-tool: error: {exc.message}", markup=False)
+        stderr.print(Text(f"research-tool: error: {exc.message}"))
         return EXIT_FAILED

@@ -1,6 +1,7 @@
 """The FastAPI app: `create_app()` builds it, its lifespan opens the process's research services once
 (one AsyncSqliteSaver, one sessions/events database, one HTTP client) and resumes every session that
-was queued, running, stopping or awaiting answers when the previous process died.
+was queued, running, stopping, awaiting answers or interrupted when the previous process stopped. The MCP
+server's streamable HTTP endpoint is mounted at `/mcp` (api/mcp_server.py), behind the same token.
 
 Run it with one worker (`research-tool serve`, or `uvicorn research_tool.api.app:create_app --factory`):
 one process owns the SQLite files and the sessions it runs.
@@ -16,14 +17,17 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from research_tool import __version__
 from research_tool.api.body_size import BodySizeLimitMiddleware
-from research_tool.api.errors import install_error_handlers
+from research_tool.api.errors import ApiError, install_error_handlers
+from research_tool.api.mcp_server import build_mcp_server, mcp_http_route
 from research_tool.api.metrics import ApiMetrics
+from research_tool.api.routes.pages import install_pages
+from research_tool.api.routes.providers import providers
 from research_tool.api.routes.research import protected, public, research
 from research_tool.api.websocket.progress_ws import progress
 from research_tool.core.logging import configure_logging, get_logger
 from research_tool.core.settings import Settings
 from research_tool.engines.cpu_pool import cpu_pool
-from research_tool.runtime.composition import open_research_services
+from research_tool.runtime.composition import ResearchServices, open_research_services
 
 log = get_logger(__name__)
 
@@ -32,15 +36,27 @@ def cors_origins(settings: Settings) -> list[str]:
     return [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
 
 
+def running_services(app: FastAPI) -> ResearchServices:
+    services: ResearchServices | None = app.state.services
+    if services is None:
+        raise ApiError(503, "the server is starting or stopping", retryable=True)
+    return services
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_format, settings.log_level)
     metrics = ApiMetrics()
+    mcp_server = build_mcp_server(lambda: running_services(app))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # The pool outlives the services: sessions are cancelled (services' exit) before it shuts down.
-        async with cpu_pool(settings.cpu_workers), open_research_services(settings) as services:
+        async with (
+            cpu_pool(settings.cpu_workers),
+            open_research_services(settings) as services,
+            mcp_server.session_manager.run(),
+        ):
             metrics.observe(services)
             app.state.services = services
             resumed = await services.runner.resume_incomplete()
@@ -67,7 +83,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(public)
     app.include_router(research)
     app.include_router(protected)
+    app.include_router(providers)
     app.include_router(progress)
+    app.router.routes.append(mcp_http_route(mcp_server))
+    install_pages(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     origins = cors_origins(settings)
     if origins:

@@ -1,9 +1,15 @@
-"""Bearer-token auth: with `RESEARCH_API_TOKEN` set, every route but /healthz needs
-`Authorization: Bearer <token>` (WebSocket handshakes included). Without it the API is open: bind it
-to 127.0.0.1 or put it behind a proxy that authenticates."""
+"""Bearer-token auth: with `RESEARCH_API_TOKEN` set, every route but /healthz and the static shells of
+the web page and the API docs needs `Authorization: Bearer <token>` (WebSocket handshakes included).
+Without it the API is open: bind it to 127.0.0.1 or put it behind a proxy that authenticates.
+
+Browsers cannot set headers on a WebSocket, so a handshake may instead offer the subprotocols
+`research-tool` and `bearer.<token as unpadded base64url>`; the server then accepts with `research-tool`.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import secrets
 from typing import Annotated
 
@@ -12,6 +18,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import HTTPConnection
 
 from research_tool.api.errors import ApiError
+
+WS_SUBPROTOCOL = "research-tool"
+WS_TOKEN_PREFIX = "bearer."
 
 bearer_scheme = HTTPBearer(auto_error=False, description="RESEARCH_API_TOKEN, when the server sets one")
 
@@ -32,12 +41,29 @@ def bearer_from_header(value: str | None) -> str | None:
     return credentials.strip() if scheme.lower() == "bearer" and credentials.strip() else None
 
 
+def bearer_from_subprotocols(subprotocols: list[str]) -> str | None:
+    """The token a browser's WebSocket offers as `bearer.<base64url>` beside `research-tool`."""
+    if WS_SUBPROTOCOL not in subprotocols:
+        return None
+    for offered in subprotocols:
+        if offered.startswith(WS_TOKEN_PREFIX):
+            encoded = offered[len(WS_TOKEN_PREFIX) :]
+            try:
+                return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                return None
+    return None
+
+
 def is_authorized(connection: HTTPConnection) -> bool:
     """True when no token is configured or the connection carries the right one (HTTP or WebSocket)."""
     expected = expected_token(connection)
     if expected is None:
         return True
-    return token_matches(expected, bearer_from_header(connection.headers.get("authorization")))
+    given = bearer_from_header(connection.headers.get("authorization"))
+    if given is None and connection.scope["type"] == "websocket":
+        given = bearer_from_subprotocols(list(connection.scope.get("subprotocols", [])))
+    return token_matches(expected, given)
 
 
 async def require_token(

@@ -64,9 +64,16 @@ class ApiMetrics:
             registry=r,
         )
         self.sessions = Gauge("research_sessions", "Sessions by status.", ["status"], registry=r)
-        self.running = Gauge("research_sessions_running", "Sessions running in this process now.", registry=r)
+        # The same figure as research_sessions{status="running"}, from the same query: the two never disagree.
+        self.running = Gauge("research_sessions_running", "Sessions whose status is running.", registry=r)
+        self.slots_in_use = Gauge(
+            "research_session_slots_in_use",
+            "Concurrency slots this process holds now: sessions running, stopping or awaiting clarification "
+            "(at most RESEARCH_MAX_CONCURRENT_SESSIONS).",
+            registry=r,
+        )
         self.max_running_seen = Gauge(
-            "research_sessions_max_running_seen", "Most sessions this process has run at once.", registry=r
+            "research_sessions_max_running_seen", "Most concurrency slots this process has held at once.", registry=r
         )
         self._loop_started: dict[tuple[str, int], float] = {}
 
@@ -95,14 +102,16 @@ class ApiMetrics:
                 self.iterations.observe(iterations)
 
     async def refresh(self, services: ResearchServices) -> None:
-        """Scrape-time figures: sessions by status (SQLite) and the runner's concurrency."""
+        """Scrape-time figures: sessions by status (SQLite, one query, so research_sessions_running is
+        research_sessions{status="running"}) and the runner's concurrency slots."""
         counts = dict.fromkeys((*ACTIVE_STATUSES, *FINISHED_STATUSES), 0)
         async with services.conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status") as cur:
             for status, count in await cur.fetchall():
                 counts[str(status)] = int(count)
         for status, count in counts.items():
             self.sessions.labels(status).set(count)
-        self.running.set(services.runner.running_count)
+        self.running.set(counts["running"])
+        self.slots_in_use.set(services.runner.running_count)
         self.max_running_seen.set(services.runner.max_running_seen)
 
     def render(self) -> bytes:

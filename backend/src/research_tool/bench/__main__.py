@@ -1,7 +1,7 @@
 """`python -m research_tool.bench` (`make bench`): run the benchmarks, print a table, save JSON under the
 data dir (`<RESEARCH_DATA_DIR>/bench/results-<timestamp>.json`).
 
-    python -m research_tool.bench                      # all five, default sizes
+    python -m research_tool.bench                      # all seven, default sizes
     python -m research_tool.bench --only scale         # 100 x 0.1 s, 300 x 1.0 s, 1,000 x 1.0 s (~12 min)
     python -m research_tool.bench --only scale --sizes 100,300 --delays 0.1,1.0   # every size at every delay
     python -m research_tool.bench --quick              # every benchmark at its smallest size
@@ -20,15 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from research_tool.bench.local_index import run_local_index
+from research_tool.bench.model_hang import run_model_hang
 from research_tool.bench.overhead import run_overhead
 from research_tool.bench.rate_limits import run_rate_limits
 from research_tool.bench.results import BenchResult, machine, render_table, save_results
 from research_tool.bench.resume import run_resume
 from research_tool.bench.scale import DEFAULT_RUNS, run_scale
+from research_tool.bench.splitter import run_splitter
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 
-BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index")
+BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index", "splitter", "model_hang")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Sizes:
     rate_limit_rates: tuple[float, float] = (1.0, 10.0)
     resume_sessions: int = 20
     resume_max_iterations: int = 3
+    splitter_sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000, 5_000_000)
+    model_hang_limit_s: float = 20.0
     scifact_dir: Path | None = None
     profile_dir: Path | None = None  # scale: record the server with py-spy
 
@@ -58,6 +62,8 @@ QUICK = Sizes(
     rate_limit_rates=(5.0, 20.0),
     resume_sessions=2,
     resume_max_iterations=2,
+    splitter_sizes=(10_000, 100_000),
+    model_hang_limit_s=4.0,
 )
 
 
@@ -82,6 +88,8 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             workdir, sessions=sizes.resume_sessions, max_iterations=sizes.resume_max_iterations
         ),
         "local_index": lambda: run_local_index(sizes.scifact_dir),
+        "splitter": lambda: run_splitter(sizes.splitter_sizes),
+        "model_hang": lambda: run_model_hang(workdir, time_limit_s=sizes.model_hang_limit_s),
     }
 
 

@@ -8,6 +8,8 @@ the value, the tokens it cost (0 for the offline engine) and any structured erro
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -88,6 +90,40 @@ class SynthesisDraft(_Strict):
     gaps: list[str] = Field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class CallLimits:
+    """What the session has left for the model calls of the steps that follow (DESIGN §3, issue 14).
+
+    `deadline` is a `time.monotonic()` instant: a call still running then is cancelled and none starts
+    after it. `tokens_left` is the token budget left: a call whose prompt plus its bounded answer does not
+    fit is never sent. None means unbounded."""
+
+    deadline: float | None = None
+    tokens_left: int | None = None
+
+
+# Why a model-backed step fell back to the offline engine: the error type recorded for it.
+REASON_TIMEOUT = "model_timeout"  # no whole answer within RESEARCH_LLM_TIMEOUT_S
+REASON_DEADLINE = "session_deadline"  # the session's time limit came first (call cancelled or not sent)
+REASON_TOKENS = "token_budget"  # the budget left could not cover the prompt plus a bounded answer
+REASON_UNAVAILABLE = "engine_unavailable"  # transport failure, HTTP error, or the server given up on
+REASON_OUTPUT = "engine_output"  # the answer was invalid twice (or too long)
+FALLBACK_REASONS = frozenset({REASON_TIMEOUT, REASON_DEADLINE, REASON_TOKENS, REASON_UNAVAILABLE, REASON_OUTPUT})
+
+
+@dataclass(frozen=True)
+class FallbackNotice:
+    """A step the model could not do and the offline engine did instead, and why (`reason` is the error
+    type: model_timeout, session_deadline, token_budget, engine_unavailable, engine_output)."""
+
+    step: str
+    reason: str
+    message: str
+
+
+FallbackListener = Callable[[FallbackNotice], Awaitable[None]]
+
+
 class ReasoningEngine(ABC):
     """Both engines are deterministic given the same inputs (the LLM one as far as its model is)."""
 
@@ -121,6 +157,10 @@ class ReasoningEngine(ABC):
     @abstractmethod
     async def synthesize(self, request: SynthesisInput) -> EngineStep[SynthesisDraft]:
         """An answer paragraph and key findings; every factual sentence carries [n] citations."""
+
+    def bound_calls(self, limits: CallLimits, on_fallback: FallbackListener | None = None) -> None:  # noqa: B027
+        """Bound the model calls of the next steps by the session's time and tokens left, and say whom to tell
+        when a step falls back. Engines without a model ignore it."""
 
     async def check(self) -> None:  # noqa: B027 - optional hook
         """Preflight run once at start: raise EngineUnavailableError when the engine cannot work (model

@@ -9,6 +9,10 @@ slow resolver matters). Anything else is `BadInputError` with the reason, before
 
 Creating an engine contacts nothing; `await engine.check()` (LLM engines only) is the preflight the CLI and
 API run at start.
+
+Limits every provider gets (issue 14): `max_tokens` (`num_predict` for Ollama) of `MAX_ANSWER_TOKENS`, the
+HTTP client's read timeout, and `RESEARCH_LLM_TIMEOUT_S` for the whole call (the engine cancels a call that
+takes longer, the client's own retry included; see `engines/llm.py`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from research_tool.core.errors import BadInputError, EngineUnavailableError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
 from research_tool.engines.base import ReasoningEngine
-from research_tool.engines.llm import Closer, LLMEngine
+from research_tool.engines.llm import Closer, LLMEngine, LLMLimits
 from research_tool.engines.preflight import ollama_preflight, openai_preflight
 
 log = get_logger(__name__)
@@ -38,8 +42,8 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_PRIVACY_MODES = ("local_only", "hybrid")
 LOCAL_NAME_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
 CONNECT_TIMEOUT_S = 5.0
-MAX_RETRIES = 1  # the client's own retry of a failed HTTP call; the engine then degrades the step
-ANTHROPIC_MAX_TOKENS = 4096
+MAX_RETRIES = 1  # the client's own retry of a failed HTTP call (429 Retry-After); inside the whole-call bound
+MAX_ANSWER_TOKENS = 4096  # every provider's max_tokens; also what a call reserves from the token budget
 _NO_TEMPERATURE_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _SPEC_HELP = "use offline, ollama:<model>, openai:<model> or anthropic:<model>"
 
@@ -131,6 +135,10 @@ def _client_timeout(settings: Settings) -> httpx.Timeout:
     return httpx.Timeout(settings.llm_timeout_s, connect=CONNECT_TIMEOUT_S)
 
 
+def _limits(settings: Settings) -> LLMLimits:
+    return LLMLimits(call_timeout_s=settings.llm_timeout_s, max_answer_tokens=MAX_ANSWER_TOKENS)
+
+
 def _closer(obj: object, method: str) -> Callable[[], Awaitable[None]] | None:
     close = getattr(obj, method, None)
     return close if callable(close) else None
@@ -148,6 +156,7 @@ def _ollama_engine(
         temperature=0,
         format="json",
         num_ctx=settings.llm_context_tokens,
+        num_predict=MAX_ANSWER_TOKENS,
         client_kwargs={"timeout": _client_timeout(settings), "trust_env": False},
     )
     closers = [c for c in [_closer(getattr(chat, "_async_client", None), "close")] if c]
@@ -157,6 +166,7 @@ def _ollama_engine(
         fallback=fallback,
         preflight=ollama_preflight(base_url, spec.model, http_client),
         closers=closers,
+        limits=_limits(settings),
     )
 
 
@@ -179,6 +189,7 @@ def _openai_engine(
         base_url=base_url,
         timeout=_client_timeout(settings),
         max_retries=MAX_RETRIES,
+        max_tokens=MAX_ANSWER_TOKENS,
         use_responses_api=False,
         http_async_client=client,
         **extra,
@@ -190,6 +201,7 @@ def _openai_engine(
         fallback=fallback,
         preflight=openai_preflight(base_url, settings.openai_api_key, http_client),
         closers=closers,
+        limits=_limits(settings),
     )
 
 
@@ -199,12 +211,12 @@ def _anthropic_engine(spec: ModelSpec, settings: Settings, fallback: ReasoningEn
     chat = ChatAnthropic(
         model=spec.model,
         api_key=settings.anthropic_api_key,
-        max_tokens=ANTHROPIC_MAX_TOKENS,
+        max_tokens=MAX_ANSWER_TOKENS,
         temperature=0,
         timeout=settings.llm_timeout_s,
         max_retries=MAX_RETRIES,
     )
-    return LLMEngine(chat, model_spec=str(spec), fallback=fallback)
+    return LLMEngine(chat, model_spec=str(spec), fallback=fallback, limits=_limits(settings))
 
 
 def _check_keys(spec: ModelSpec, settings: Settings) -> None:

@@ -13,11 +13,25 @@ Every step follows the same path (DESIGN §3, issue 5 item 3):
 After `unavailable_after` consecutive transport failures the engine stops calling the model for the rest of
 its life (each step then degrades at once, still with the error recorded), so a dead server costs seconds,
 not minutes.
+
+What bounds one model call (issue 14):
+- `call_timeout_s` (RESEARCH_LLM_TIMEOUT_S) bounds the whole call, the client's own retry included, not the
+  gap between bytes: a model that trickles or hangs is cancelled when it runs out;
+- the session's deadline (`bound_calls`, set by the graph before every node from RESEARCH_MAX_EXECUTION_TIME_S
+  minus the time spent): a call running then is cancelled, none starts after it, and a retry only runs in the
+  time left;
+- the session's token budget: a call whose prompt plus `max_answer_tokens` (sent as the provider's
+  max_tokens) does not fit in what is left is never sent;
+- `max_answer_chars`: a longer answer is rejected (retried once, then offline) and never parsed.
+Every step that falls back is told to the session's listener (the `model_fallback` event) and returned in
+`EngineStep.errors`, from which the report's `metadata.fallbacks` is built.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -30,9 +44,17 @@ from pydantic import BaseModel
 from research_tool.core.errors import EngineOutputError
 from research_tool.core.logging import get_logger
 from research_tool.engines.base import (
+    REASON_DEADLINE,
+    REASON_OUTPUT,
+    REASON_TIMEOUT,
+    REASON_TOKENS,
+    REASON_UNAVAILABLE,
+    CallLimits,
     ClarifyResult,
     EngineStep,
     ExtractResult,
+    FallbackListener,
+    FallbackNotice,
     FindingDraft,
     ReasoningEngine,
     ReflectionContext,
@@ -58,6 +80,7 @@ from research_tool.engines.prompt_templates import (
 )
 from research_tool.engines.quote_match import find_quote
 from research_tool.engines.structured_output import compact_schema, parse_structured
+from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.models.domain import DomainConfiguration, DomainName
 from research_tool.models.entities import Entity, Evidence, Fact, SourceResult, normalize_key, utc_now_iso
 from research_tool.models.schemas import (
@@ -81,6 +104,8 @@ Closer = Callable[[], Awaitable[None]]
 DEGRADED_NOTE = "Search capabilities were limited; answer is based on partial information."
 _CITATION_MARK = re.compile(r"\[\d+\]")
 _MAX_ERROR_CHARS = 400
+_MAX_ECHOED_ANSWER_CHARS = 2000  # of an invalid answer, quoted back in the retry conversation
+_ANSWER_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=\])\s+(?=[A-Z])")
 
 DOMAIN_DESCRIPTIONS: dict[str, str] = {
     "general": "everyday and broad questions",
@@ -110,6 +135,9 @@ class LLMLimits:
     max_entities_per_source: int = 12
     max_questions: int = 2
     unavailable_after: int = 3  # consecutive transport failures before the engine stops calling the model
+    call_timeout_s: float = 300.0  # one whole model call, the client's own retry included
+    max_answer_tokens: int = 4096  # sent as max_tokens; reserved from the token budget before each call
+    max_answer_chars: int = 32_768  # a longer answer is rejected unread (8 characters a token, generously)
 
 
 @dataclass
@@ -161,6 +189,22 @@ def _bullet_lines(lines: Iterable[str], empty: str = "(none)") -> str:
     return text or empty
 
 
+def clean_answer(answer: str) -> str:
+    """The answer without sentences addressed to an assistant and without any sentence said twice."""
+    seen: set[str] = set()
+    paragraphs: list[str] = []
+    for paragraph in answer.strip().split("\n"):
+        kept: list[str] = []
+        for sentence in _ANSWER_SENTENCE_END.split(paragraph):
+            key = normalize_key(_CITATION_MARK.sub("", sentence))
+            if not sentence.strip() or (key and key in seen) or is_instruction_like(sentence):
+                continue
+            seen.add(key)
+            kept.append(sentence.strip())
+        paragraphs.append(" ".join(kept))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(paragraphs)).strip()
+
+
 def _ranked_facts(facts: list[Fact], limit: int) -> list[Fact]:
     return sorted(facts, key=lambda f: (not f.verified, -f.confidence, -f.relevance))[:limit]
 
@@ -188,6 +232,10 @@ class LLMEngine(ReasoningEngine):
         self._limits = limits or LLMLimits()
         self._transport_failures = 0
         self._tokens_used = 0
+        self._reserved = 0  # tokens set aside for calls in flight (prompt + bounded answer)
+        self._deadline: float | None = None
+        self._token_ceiling: int | None = None  # `tokens_used` may not pass this
+        self._on_fallback: FallbackListener | None = None
 
     @property
     def model(self) -> str:
@@ -224,44 +272,99 @@ class LLMEngine(ReasoningEngine):
 
     # --- the one path every step takes -------------------------------------------------------------------
 
+    def bound_calls(self, limits: CallLimits, on_fallback: FallbackListener | None = None) -> None:
+        self._deadline = limits.deadline
+        self._token_ceiling = None if limits.tokens_left is None else self._tokens_used + max(0, limits.tokens_left)
+        self._on_fallback = on_fallback
+
+    def _refusal(self, step: str, messages: list[BaseMessage]) -> tuple[ErrorResponse | None, int]:
+        """Why this call must not be sent (the session's time is up, the server failed too often in a row, the
+        token budget left is short), and the tokens to reserve for it when it may."""
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return _error(REASON_DEADLINE, f"{step}: not sent: the session's time is up", retryable=False), 0
+        if self._transport_failures >= self._limits.unavailable_after:
+            message = f"{step}: not sent: the model server failed {self._transport_failures} times in a row"
+            return _error(REASON_UNAVAILABLE, message, retryable=True), 0
+        needed = estimate_text_tokens("".join(m.text for m in messages)) + self._limits.max_answer_tokens
+        if self._token_ceiling is not None:
+            left = self._token_ceiling - self._tokens_used - self._reserved
+            if needed > left:
+                message = (
+                    f"{step}: not sent: the prompt plus a {self._limits.max_answer_tokens}-token answer needs about "
+                    f"{needed} tokens and the session's budget has {max(0, left)} left"
+                )
+                return _error(REASON_TOKENS, message, retryable=False), 0
+        return None, needed
+
+    def _call_timeout(self) -> tuple[float, bool]:
+        """Seconds this call may take, and whether the session's deadline (not the call timeout) sets it."""
+        timeout = self._limits.call_timeout_s
+        if self._deadline is not None:
+            left = self._deadline - time.monotonic()
+            if left < timeout:
+                return max(0.0, left), True
+        return timeout, False
+
+    async def _invoke(self, step: str, messages: list[BaseMessage], attempt: int) -> AIMessage | ErrorResponse:
+        """One model call, cancelled when its whole time is up; an error when it failed or ran out."""
+        timeout, by_deadline = self._call_timeout()
+        try:
+            async with asyncio.timeout(timeout) as bound:
+                reply = await self._chat.ainvoke(messages)
+        except TimeoutError:
+            if not bound.expired():
+                raise
+            if not by_deadline:
+                self._transport_failures += 1  # the server is slow; the session's time running out says nothing
+            reason = REASON_DEADLINE if by_deadline else REASON_TIMEOUT
+            limit = "the session's time ran out" if by_deadline else f"no whole answer within {timeout:.0f} s"
+            log.warning("llm_call_cancelled", step=step, model=self.model, attempt=attempt, reason=reason)
+            return _error(reason, f"{step}: the model call was cancelled: {limit}", retryable=not by_deadline)
+        except Exception as exc:  # any client or transport failure degrades the step; it never crashes
+            self._transport_failures += 1
+            failure = f"{type(exc).__name__}: {exc}"
+            log.warning("llm_call_failed", step=step, model=self.model, attempt=attempt, error=failure)
+            return _error(REASON_UNAVAILABLE, f"{step}: the model call failed: {failure}", retryable=True)
+        self._transport_failures = 0
+        return reply
+
     async def _ask(self, prompt: RenderedPrompt, schema: type[M], convert: Callable[[M], T]) -> _Outcome[T]:
         step = prompt.step
-        if self._transport_failures >= self._limits.unavailable_after:
-            return _Outcome(
-                None,
-                0,
-                _error(
-                    "engine_unavailable",
-                    f"{step}: not sent: the model server failed {self._transport_failures} times in a row",
-                    retryable=True,
-                ),
-            )
         messages: list[BaseMessage] = [SystemMessage(content=prompt.system), HumanMessage(content=prompt.user)]
         tokens = 0
         problem = ""
         for attempt in (1, 2):
+            refusal, reserve = self._refusal(step, messages)
+            if refusal is not None:
+                log.warning(
+                    "llm_call_not_sent", step=step, model=self.model, attempt=attempt, reason=refusal.error.type
+                )
+                return _Outcome(None, tokens, refusal if attempt == 1 else self._after_invalid(step, problem, refusal))
+            self._reserved += reserve
             try:
-                reply = await self._chat.ainvoke(messages)
-            except Exception as exc:  # any client or transport failure degrades the step; it never crashes
-                self._transport_failures += 1
-                failure = f"{type(exc).__name__}: {exc}"
-                log.warning("llm_call_failed", step=step, model=self.model, attempt=attempt, error=failure)
-                message = f"{step}: the model call failed: {failure}"
-                return _Outcome(None, tokens, _error("engine_unavailable", message, retryable=True))
-            self._transport_failures = 0
-            text = str(reply.text) if isinstance(reply, AIMessage) else str(getattr(reply, "content", ""))
-            if isinstance(reply, AIMessage):
-                cost = _reply_tokens(reply, messages, text)
-                tokens += cost
-                self._tokens_used += cost
+                reply = await self._invoke(step, messages, attempt)
+            finally:
+                self._reserved -= reserve
+            if isinstance(reply, ErrorResponse):
+                return _Outcome(None, tokens, reply)
+            text = str(reply.text)
+            cost = _reply_tokens(reply, messages, text)
+            tokens += cost
+            self._tokens_used += cost
             try:
+                if len(text) > self._limits.max_answer_chars:
+                    raise EngineOutputError(
+                        f"the answer is {len(text)} characters long, over the bound of "
+                        f"{self._limits.max_answer_chars}; answer with the JSON object only, briefly"
+                    )
                 value = convert(parse_structured(text, schema))
             except EngineOutputError as exc:
                 problem = exc.message
                 log.warning("llm_answer_invalid", step=step, model=self.model, attempt=attempt, problem=problem)
+                echoed = text if len(text) <= _MAX_ECHOED_ANSWER_CHARS else text[:_MAX_ECHOED_ANSWER_CHARS] + " …"
                 messages = [
                     *messages,
-                    AIMessage(content=text),
+                    AIMessage(content=echoed),
                     HumanMessage(content=_retry_instruction(problem, schema)),
                 ]
                 continue
@@ -269,7 +372,14 @@ class LLMEngine(ReasoningEngine):
                 log.info("llm_retry_succeeded", step=step, model=self.model)
             return _Outcome(value, tokens)
         message = f"{step}: the model's answer was invalid twice: {problem}"
-        return _Outcome(None, tokens, _error("engine_output", message, retryable=True))
+        return _Outcome(None, tokens, _error(REASON_OUTPUT, message, retryable=True))
+
+    @staticmethod
+    def _after_invalid(step: str, problem: str, refusal: ErrorResponse) -> ErrorResponse:
+        """The first answer was invalid and the retry could not be sent: say both."""
+        detail = refusal.error.message.removeprefix(f"{step}: not sent: ")
+        message = f"{step}: the model's answer was invalid ({problem}); the retry was not sent: {detail}"
+        return _error(refusal.error.type, message, retryable=False)
 
     async def _degrade(
         self,
@@ -279,6 +389,8 @@ class LLMEngine(ReasoningEngine):
     ) -> EngineStep[T]:
         assert outcome.error is not None
         log.warning("llm_step_degraded", step=step, model=self.model, error=outcome.error.error.message)
+        if self._on_fallback is not None:
+            await self._on_fallback(FallbackNotice(step, outcome.error.error.type, outcome.error.error.message))
         done = await run_offline(self.fallback)
         return done.model_copy(update={"tokens": outcome.tokens + done.tokens, "errors": [*done.errors, outcome.error]})
 
@@ -362,8 +474,8 @@ class LLMEngine(ReasoningEngine):
             facts: dict[str, Fact] = {}
             for item in answer.facts[: limits.max_facts_per_source]:
                 span = find_quote(text, item.quote)
-                if span is None:
-                    continue
+                if span is None or is_instruction_like(span) or is_instruction_like(item.statement):
+                    continue  # not in the source, or words addressed to an assistant: never a fact
                 statement = " ".join(item.statement.split())
                 fact_id = Fact.make_id(statement)
                 facts.setdefault(
@@ -503,16 +615,23 @@ class LLMEngine(ReasoningEngine):
         )
 
         def convert(answer: SynthesizeAnswer) -> SynthesisDraft:
-            if request.sources and not _CITATION_MARK.search(answer.answer):
+            text = clean_answer(answer.answer)
+            if request.sources and not _CITATION_MARK.search(text):
                 raise EngineOutputError(
                     "the answer cites no source; end every sentence that states a fact with [n] citations"
                 )
-            findings = [
-                FindingDraft(statement=f.statement.strip(), citations=list(dict.fromkeys(f.citations)))
-                for f in answer.findings[: request.max_findings]
-            ]
+            seen: set[str] = set()
+            findings = []
+            for f in answer.findings:
+                key = normalize_key(_CITATION_MARK.sub("", f.statement))
+                if not key or key in seen or is_instruction_like(f.statement):
+                    continue
+                seen.add(key)
+                findings.append(FindingDraft(statement=f.statement.strip(), citations=list(dict.fromkeys(f.citations))))
             return SynthesisDraft(
-                answer=answer.answer.strip(), findings=findings, gaps=[g.strip() for g in answer.gaps if g.strip()]
+                answer=text,
+                findings=findings[: request.max_findings],
+                gaps=list(dict.fromkeys(g.strip() for g in answer.gaps if g.strip())),
             )
 
         outcome = await self._ask(prompt, SynthesizeAnswer, convert)

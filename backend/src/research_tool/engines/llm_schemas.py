@@ -18,7 +18,9 @@ from research_tool.models.tiers import TierName
 
 
 class _Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Strict: no unknown keys and no coercion ("yes" is not a bool, "0.9" not a float, "2" not an int)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ClarifyAnswer(_Answer):
@@ -46,8 +48,10 @@ class ExtractedEntity(_Answer):
 
 
 class ExtractAnswer(_Answer):
-    facts: list[ExtractedFact] = Field(default_factory=list)
-    entities: list[ExtractedEntity] = Field(default_factory=list)
+    """Both lists are required (empty when the source says nothing useful): `{}` is not an answer."""
+
+    facts: list[ExtractedFact]
+    entities: list[ExtractedEntity]
 
 
 class ReflectAnswer(_Answer):

@@ -13,6 +13,7 @@ cannot close the block early, and every prompt that carries such blocks says so.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -68,14 +69,13 @@ def _escape_attribute(value: str) -> str:
     return html.escape(" ".join(value.split()), quote=True)
 
 
+_DELIMITER = re.compile(r"<(/?)(source|claim|facts|sources|entities|question)\b", re.IGNORECASE)
+
+
 def escape_data(text: str) -> str:
-    """Neutralize anything in retrieved text that could pass for our delimiters."""
-    return (
-        text.replace("<source", "&lt;source")
-        .replace("</source", "&lt;/source")
-        .replace("<claim", "&lt;claim")
-        .replace("</claim", "&lt;/claim")
-    )
+    """Neutralize anything in retrieved text that could pass for our delimiters (any case, opening or
+    closing): data can never end its own fence early or open a new one."""
+    return _DELIMITER.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
 
 
 def truncate(text: str, max_chars: int) -> str:

@@ -2,8 +2,10 @@
 
 Models wrap JSON in many ways: a reasoning preamble in `<think>…</think>`, a ```json fence, a sentence of
 prose before the object. All of those are tolerated. What is never tolerated is a JSON object that does not
-match the schema: the schema classes forbid unknown keys (`extra="forbid"`), and a failure is a typed
-`EngineOutputError` whose message is short enough to quote back to the model in the retry.
+match the schema: the schema classes forbid unknown keys (`extra="forbid"`), and validation is strict
+(Pydantic strict mode): `"yes"` is not a bool, `"0.9"` is not a float, `["2"]` is not `[2]`, and `{}` is
+not an answer where fields are required. A failure is a typed `EngineOutputError` whose message is short
+enough to quote back to the model in the retry.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def parse_structured(text: str, schema: type[M]) -> M:
     """Validate the model's answer against `schema`; `EngineOutputError` says what is wrong."""
     payload = extract_json_object(text)
     try:
-        return schema.model_validate(payload)
+        return schema.model_validate(payload, strict=True)
     except ValidationError as exc:
         raise EngineOutputError(f"the JSON does not match {schema.__name__}: {describe_validation_error(exc)}") from exc
 

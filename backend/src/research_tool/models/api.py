@@ -106,6 +106,21 @@ class SessionList(Strict):
     offset: int
 
 
+class ProviderInfo(Strict):
+    """One search provider as this server sees it: usable now or why not, where its queries go."""
+
+    name: str
+    available: bool
+    reason: str | None = Field(description="why the provider cannot be used now (a missing key or folder)")
+    privacy: Literal["local", "cloud"] = Field(description="local: queries stay on this machine")
+    kind: str
+    key_present: bool | None = Field(description="None when the provider needs no key")
+
+
+class ProviderList(Strict):
+    providers: list[ProviderInfo]
+
+
 class HealthResponse(Strict):
     status: Literal["ok"] = "ok"
 

@@ -32,16 +32,28 @@ class ReportEntity(Strict):
     sources: int
 
 
+class ModelFallback(Strict):
+    """One step the model could not do; the offline engine did it instead (issue 14)."""
+
+    step: str  # clarify | apply_answers | plan | extract | reflect | synthesize
+    iteration: int
+    source: str | None = None  # extract: the source's URL
+    reason: str  # model_timeout | session_deadline | token_budget | engine_unavailable | engine_output
+    message: str
+
+
 class ReportMetadata(Strict):
     timestamp: str
     engine: str
     model: str
     token_count: int
     iterations: int
-    duration_s: float
+    duration_s: float  # the session's whole wall time, from start to the report's export
     provider_calls: int
     access_failures: int
-    degraded_mode: bool
+    degraded_mode: bool  # search was limited, or the answer was not written by the model it was asked of
+    degraded_reason: str | None = None  # why, in one sentence
+    fallbacks: list[ModelFallback] = Field(default_factory=list)  # every step done offline instead, in order
     citations_removed: int = 0  # [n] markers dropped: unresolvable or unsupported by the cited text
     sources_retrieved: int = 0
     facts_extracted: int = 0

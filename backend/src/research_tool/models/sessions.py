@@ -8,8 +8,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from research_tool.models.request import ResearchRequest
 
-SessionStatus = Literal["queued", "running", "awaiting_clarification", "stopping", "completed", "failed"]
-ACTIVE_STATUSES: tuple[str, ...] = ("queued", "running", "awaiting_clarification", "stopping")
+SessionStatus = Literal["queued", "running", "awaiting_clarification", "stopping", "interrupted", "completed", "failed"]
+# A session whose process was Ctrl-C'd, shut down or killed: resumable (`research-tool resume`, or the server
+# resumes it on start). The row says so when the process could write it; a killed process leaves its last status,
+# which `runtime.ownership.shown_status` turns into `interrupted` when no process owns the data dir.
+INTERRUPTED: SessionStatus = "interrupted"
+# Unfinished and owned by a live process
+UNFINISHED_STATUSES: tuple[str, ...] = ("queued", "running", "awaiting_clarification", "stopping")
+# Every status a process resumes on start
+ACTIVE_STATUSES: tuple[str, ...] = (*UNFINISHED_STATUSES, INTERRUPTED)
 FINISHED_STATUSES: tuple[str, ...] = ("completed", "failed")
 
 

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 from research_tool.core.errors import BadInputError
 from research_tool.models.entities import Citation
-from research_tool.models.report import Finding, Report
+from research_tool.models.report import Finding, Report, ReportMetadata
 
 ExportFormat = Literal["md", "json", "html", "bib"]
 EXPORT_FORMATS: tuple[str, ...] = get_args(ExportFormat)
@@ -170,10 +170,25 @@ def render_markdown(report: Report) -> str:
         f"- {meta.sources_retrieved} sources, {meta.facts_extracted} facts ({meta.facts_verified} verified)",
         f"- access failures: {meta.access_failures}; citations removed: {meta.citations_removed}"
         + ("; **degraded mode**" if meta.degraded_mode else ""),
+        *(f"- {line}" for line in [fallback_line(meta)] if line),
         f"- generated {meta.timestamp} · session {report.session_id}",
         "",
     ]
     return "\n".join(lines)
+
+
+def fallback_line(meta: ReportMetadata) -> str | None:
+    """One line on the steps the model could not do (step names and reason codes only: no model text)."""
+    if not meta.fallbacks and not meta.degraded_reason:
+        return None
+    counts: dict[tuple[str, str], int] = {}
+    for fallback in meta.fallbacks:
+        counts[(fallback.step, fallback.reason)] = counts.get((fallback.step, fallback.reason), 0) + 1
+    steps = "; ".join(f"{step}{f' ×{n}' if n > 1 else ''}: {reason}" for (step, reason), n in counts.items())
+    line = f"model fallbacks: {len(meta.fallbacks)} step(s) done by the offline engine ({steps})" if steps else ""
+    if meta.degraded_reason:
+        line = f"{line}; degraded: {meta.degraded_reason}" if line else f"degraded: {meta.degraded_reason}"
+    return line
 
 
 def _md_citation(citation: Citation) -> str:
@@ -333,6 +348,7 @@ def render_html(report: Report) -> str:
         f"{meta.sources_retrieved} sources, {meta.facts_extracted} facts ({meta.facts_verified} verified)",
         f"access failures: {meta.access_failures}; citations removed: {meta.citations_removed}"
         + ("; degraded mode" if meta.degraded_mode else ""),
+        *(line for line in [fallback_line(meta)] if line),
         f"generated {meta.timestamp} · session {report.session_id}",
     ]
     parts += ["<h2>Metadata</h2>", '<ul class="small">', *(f"<li>{_esc(line)}</li>" for line in meta_lines), "</ul>"]

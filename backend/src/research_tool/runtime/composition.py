@@ -15,6 +15,7 @@ import aiosqlite
 import httpx
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from research_tool.core.extras import require_llm_extra
 from research_tool.core.settings import Settings
 from research_tool.engines.base import ReasoningEngine
 from research_tool.engines.factory import check_engine_settings, create_engine
@@ -28,6 +29,7 @@ from research_tool.providers.http_client import create_http_client
 from research_tool.providers.memory import MemoryStore
 from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 from research_tool.runtime.event_log import EventLog
+from research_tool.runtime.ownership import DataDirOwner
 from research_tool.runtime.runner import SessionRunner
 from research_tool.runtime.session_store import SessionStore
 from research_tool.runtime.storage import open_database
@@ -49,7 +51,9 @@ class ResearchServices:
     def validate(self, request: ResearchRequest) -> None:
         """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine)."""
         validate_request(request, self.settings, self.client)
-        check_engine_settings(self.settings, privacy_mode=request.privacy_mode)
+        spec = check_engine_settings(self.settings, privacy_mode=request.privacy_mode)
+        if spec is not None:
+            require_llm_extra(spec.provider, str(spec))
 
 
 @asynccontextmanager
@@ -59,6 +63,7 @@ async def open_research_services(
     """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests)."""
     RATE_LIMITERS.max_in_flight = settings.provider_max_in_flight
     client = create_http_client(settings.provider_max_in_flight)
+    owner = await DataDirOwner.acquire(settings.data_dir)  # readers can tell sessions of a dead process
     conn = await open_database(settings.db_path("sessions.db"))
     try:
         async with AsyncSqliteSaver.from_conn_string(str(settings.db_path("checkpoints.db"))) as checkpointer:
@@ -116,3 +121,4 @@ async def open_research_services(
     finally:
         await conn.close()
         await client.aclose()
+        owner.release()

@@ -24,7 +24,7 @@ from research_tool.graph.context import ResearchContext
 from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
-from research_tool.models.sessions import SessionRecord
+from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
 from research_tool.runtime.admission import Admission
 from research_tool.runtime.event_log import EventLog
@@ -185,7 +185,7 @@ class SessionRunner:
         await self.checkpointer.adelete_thread(session_id)
 
     async def cancel_all(self) -> None:
-        """Shutdown: cancel running tasks; their sessions stay resumable (status untouched)."""
+        """Shutdown: cancel running tasks; their sessions become `interrupted` and stay resumable."""
         tasks = [lv.task for lv in self._live.values() if lv.task and not lv.task.done()]
         for task in tasks:
             task.cancel()
@@ -217,7 +217,7 @@ class SessionRunner:
         resuming = bool(snapshot.values)
         graph_input: Any = None if resuming else initial_state(record)
         if record.status != "stopping":
-            await self.store.update(session_id, status="running")
+            await self.store.update(session_id, status="stopping" if record.stop_requested else "running")
         verb = "resumed" if resuming else "started"
         await self.events.append(
             session_id,
@@ -233,6 +233,8 @@ class SessionRunner:
             await self._stream(session_id, graph_input, config, ctx, live)
         except asyncio.CancelledError:
             log.info("session_cancelled", session_id=session_id)
+            if session_id in self._live:  # not deleted: Ctrl-C or shutdown, resumable from its checkpoint
+                await self._mark_interrupted(session_id)
             raise
         except ResearchToolError as exc:
             await self._fail(session_id, exc.message)
@@ -331,6 +333,15 @@ class SessionRunner:
             },
         )
         log.info("session_completed", session_id=session_id, stop_reason=stop_reason, findings=findings)
+
+    async def _mark_interrupted(self, session_id: str) -> None:
+        """The session's task was cancelled (Ctrl-C, shutdown): say so in its row; it resumes from its checkpoint."""
+        try:
+            record = await self.store.get(session_id)
+            if not record.finished:
+                await self.store.update(session_id, status=INTERRUPTED)
+        except Exception:  # a closing database: the owner lock tells readers the same thing
+            log.warning("session_interrupt_not_recorded", session_id=session_id)
 
     async def _fail(self, session_id: str, message: str) -> None:
         await self.store.update(session_id, status="failed", error=message)

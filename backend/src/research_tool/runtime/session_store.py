@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, NoReturn
 
 import aiosqlite
 from pydantic import ValidationError
 
-from research_tool.core.errors import SessionNotFoundError
+from research_tool.core.errors import BadInputError, SessionNotFoundError
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import ACTIVE_STATUSES, SessionRecord
@@ -36,6 +36,13 @@ def _record(row: aiosqlite.Row) -> SessionRecord:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+MAX_PREFIX_MATCHES_SHOWN = 3
+
+
+def _not_found(session_id: str) -> NoReturn:
+    raise SessionNotFoundError(f"unknown session id: {session_id}")
 
 
 JSON_COLUMNS = frozenset({"progress", "pending_questions", "clarify_answers"})
@@ -88,6 +95,26 @@ class SessionStore:
             return True
         async with self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) as cur:
             return await cur.fetchone() is not None
+
+    async def resolve(self, id_or_prefix: str) -> str:
+        """The full id of the one session whose id is, or starts with, `id_or_prefix` (as `sessions` shows it)."""
+        if not id_or_prefix:
+            _not_found(id_or_prefix)
+        if await self.exists(id_or_prefix):
+            return id_or_prefix
+        async with self._conn.execute(
+            "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?",
+            (len(id_or_prefix), id_or_prefix, MAX_PREFIX_MATCHES_SHOWN + 1),
+        ) as cur:
+            matches = [str(row[0]) for row in await cur.fetchall()]
+        if not matches:
+            _not_found(id_or_prefix)
+        if len(matches) > 1:
+            shown = ", ".join(matches[:MAX_PREFIX_MATCHES_SHOWN]) + (
+                ", ..." if len(matches) > MAX_PREFIX_MATCHES_SHOWN else ""
+            )
+            raise BadInputError(f"session id prefix {id_or_prefix!r} is ambiguous: it matches {shown}")
+        return matches[0]
 
     async def list_page(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
         async with self._conn.execute(

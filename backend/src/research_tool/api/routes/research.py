@@ -1,6 +1,6 @@
 """The HTTP routes of DESIGN §5: start, status, stop, clarify, report, list, delete, SSE events, /run,
-/healthz and /metrics. Sessions live in SQLite and run in the process's SessionRunner; a route only
-validates, hands over and reads back."""
+/healthz, /metrics and /openapi.json (the web page and the docs pages are in routes/pages.py). Sessions
+live in SQLite and run in the process's SessionRunner; a route only validates, hands over and reads back."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi import Path as PathParam
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
 
 from research_tool.api.auth import require_token
@@ -259,8 +258,3 @@ async def metrics(request: Request) -> Response:
 async def openapi_schema(request: Request) -> JSONResponse:
     """The OpenAPI schema (behind the token like every route but /healthz)."""
     return JSONResponse(request.app.openapi())
-
-
-@protected.get("/docs", include_in_schema=False)
-async def api_docs() -> HTMLResponse:
-    return get_swagger_ui_html(openapi_url="/openapi.json", title="Research Tool API")

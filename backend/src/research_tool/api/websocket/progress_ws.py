@@ -1,7 +1,8 @@
 """WS /api/research/{id}/ws?after=N: every event with seq > N (stored ones, then live ones) as one JSON
 text message each, then a normal close (1000) after the final event.
 
-Refusals: a missing or wrong token is refused at the handshake (HTTP 401); an unknown session is
+Refusals: a missing or wrong token (header, or the `bearer.` subprotocol of api/auth.py) is refused at
+the handshake (HTTP 401); an unknown session is
 accepted and closed at once with code 4404 and a reason; a bad `after` with 4400.
 """
 
@@ -14,7 +15,7 @@ from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
-from research_tool.api.auth import is_authorized
+from research_tool.api.auth import WS_SUBPROTOCOL, is_authorized
 from research_tool.api.errors import error_body
 from research_tool.api.event_stream import session_events
 from research_tool.api.routes.research import services_of
@@ -61,7 +62,9 @@ async def progress_websocket(websocket: WebSocket, session_id: str) -> None:
         return
     services = services_of(websocket)
     after = parse_after(websocket.query_params.get("after"))
-    await websocket.accept()
+    # A browser that offered subprotocols (the token as one) fails the handshake unless one is chosen.
+    offered = websocket.scope.get("subprotocols", [])
+    await websocket.accept(subprotocol=WS_SUBPROTOCOL if WS_SUBPROTOCOL in offered else None)
     if after is None:
         await websocket.close(code=CLOSE_BAD_REQUEST, reason="`after` must be a non-negative integer")
         return

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from research_tool.engines.text.entities import clean_title, find_mentions
+from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import Sentence, split_sentences
 from research_tool.engines.text.tokens import content_stems, stem, stem_set, words
@@ -160,8 +161,8 @@ def score_sentences(question: str, source: SourceResult) -> list[ScoredSentence]
     scored: list[ScoredSentence] = []
     title = clean_statement(source.title).rstrip(".").casefold()
     for sentence in split_sentences(source.text()):
-        if not is_declarative(sentence.text):
-            continue
+        if not is_declarative(sentence.text) or is_instruction_like(sentence.text):
+            continue  # questions, fragments, and words addressed to an assistant state no fact
         statement = clean_statement(sentence.text)
         if statement.rstrip(".").casefold() == title:
             continue  # the document's title line says what it is about, not a fact

@@ -9,6 +9,7 @@ are skipped; blank lines, headings and list items always end a sentence.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 ABBREVIATIONS: frozenset[str] = frozenset(
@@ -20,9 +21,17 @@ ABBREVIATIONS: frozenset[str] = frozenset(
 )
 
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.DOTALL)
-_PROTECTED_RE = re.compile(r"`[^`\n]+`|https?://\S*[^\s.,;:!?)\]]|\b[\w.+-]+@[\w-]+\.[\w.]*\w")
-_BOUNDARY_RE = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
-_NEXT_START_RE = re.compile(r"\s+[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ]")
+# Spans a full stop inside never ends a sentence: inline code, URLs, e-mail addresses. Each pattern runs only
+# when its marker occurs in the block; the e-mail pattern starts only where a token starts and bounds the
+# local part, so a long dotted token costs one pass, not one per word boundary inside it.
+_PROTECTED_PATTERNS = (
+    ("`", re.compile(r"`[^`\n]+`")),
+    ("://", re.compile(r"https?://\S*[^\s.,;:!?)\]]")),
+    ("@", re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+\.[\w.]*\w")),
+)
+# A full stop (or ! ?), closing quotes or brackets, then space and a capital, digit or opening quote: a
+# candidate sentence end, found in one regex pass (the next-start check is the lookahead).
+_BOUNDARY_RE = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])")
 _BULLET_RE = re.compile(r"^[ \t]*(?:[-*•+]|\d{1,3}[.)])[ \t]+")
 _BULLET_AT_RE = re.compile(r"(?:[-*•+]|\d{1,3}[.)])[ \t]+")
 # "name: text" definition items (pydoc's "run(...): Runs a command") start a new block
@@ -32,6 +41,9 @@ _SIGNATURE_RE = re.compile(r"^[ \t]*(?:class[ \t]+|def[ \t]+)?[\w.]+\(.*\)(?:[ \
 _GUTTER_PREFIX_RE = re.compile(r"^[ \t]*\|(?:[ \t]|$)")
 _HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]|[=\-~^]{3,}[ \t]*$)")
 _GUTTER_RE = re.compile(r"^[ \t]*\|?[ \t]*$")
+_MAX_ABBREVIATION_CHARS = 24  # longer than "Ph.D", "e.g" or a chain of initials ("J.R.R") ever is
+_TOKEN_TAIL_RE = re.compile(r"[\w.]+$")
+_DOTTED_INITIALS_RE = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -62,12 +74,15 @@ def sentence_texts(text: str) -> list[str]:
 def _blocks(text: str) -> list[tuple[int, int]]:
     """Paragraph-like blocks: split at blank lines, headings, underlines and list items; code fences removed."""
     fenced = [(m.start(), m.end()) for m in _FENCE_RE.finditer(text)]
+    fence = 0  # the first fence that does not end before the current line (lines come in order)
     blocks: list[tuple[int, int]] = []
     current_start: int | None = None
     pos = 0
     for line in text.splitlines(keepends=True):
         line_start, pos = pos, pos + len(line)
-        in_fence = any(a <= line_start < b for a, b in fenced)
+        while fence < len(fenced) and fenced[fence][1] <= line_start:
+            fence += 1
+        in_fence = fence < len(fenced) and fenced[fence][0] <= line_start
         body = _GUTTER_PREFIX_RE.sub("", line.rstrip("\r\n"))
         if in_fence or _GUTTER_RE.match(body) or _HEADING_RE.match(body):
             if current_start is not None:
@@ -105,15 +120,16 @@ def _is_title_line(line: str) -> bool:
 
 def _split_block(text: str, start: int, end: int) -> list[tuple[int, int]]:
     block = text[start:end]
-    protected = [(m.start(), m.end()) for m in _PROTECTED_RE.finditer(block)]
+    protected = _protected_spans(block)
+    protected_ends = [b for _, b in protected]
     spans: list[tuple[int, int]] = []
     sentence_start = 0
     for match in _BOUNDARY_RE.finditer(block):
         cut = match.end()
-        if any(a < cut <= b for a, b in protected):
-            continue
-        if not _NEXT_START_RE.match(block, cut):
-            continue
+        if protected:
+            inside = bisect_left(protected_ends, cut)  # the first protected span ending at or after the cut
+            if inside < len(protected) and protected[inside][0] < cut:
+                continue
         if match.group(0)[0] == "." and _ends_with_abbreviation(block, match.start()):
             continue
         spans.append((start + sentence_start, start + cut))
@@ -122,19 +138,41 @@ def _split_block(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans
 
 
+def _protected_spans(block: str) -> list[tuple[int, int]]:
+    """Code, URL and e-mail spans of the block, sorted and merged where they overlap."""
+    spans = sorted(
+        (m.start(), m.end())
+        for marker, pattern in _PROTECTED_PATTERNS
+        if marker in block
+        for m in pattern.finditer(block)
+    )
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and a < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _token_before(block: str, end: int) -> str:
+    """The run of word characters and dots that ends at `end`, looked for in the `_MAX_ABBREVIATION_CHARS + 1`
+    characters before it only: the cost per full stop is constant, never the text before it."""
+    found = _TOKEN_TAIL_RE.search(block, max(0, end - _MAX_ABBREVIATION_CHARS - 1), end)
+    return found.group(0) if found else ""
+
+
 def _ends_with_abbreviation(block: str, dot_index: int) -> bool:
     """True when the '.' at dot_index closes an abbreviation, an initial or a number, not a sentence."""
-    head = block[:dot_index]
-    token_match = re.search(r"([\w.]+)$", head)
-    if not token_match:
-        return False
-    token = token_match.group(1)
+    token = _token_before(block, dot_index)
+    if not token or len(token) > _MAX_ABBREVIATION_CHARS:
+        return False  # no token, or one longer than any abbreviation or chain of initials
     bare = token.casefold().strip(".")
     if bare in ABBREVIATIONS:
         return True
     if len(token) == 1 and token.isupper():
         return True  # an initial: "J. Smith"
-    return re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", token) is not None  # "U.S", "e.g", "Ph.D"
+    return _DOTTED_INITIALS_RE.fullmatch(token) is not None  # "U.S", "e.g", "Ph.D"
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

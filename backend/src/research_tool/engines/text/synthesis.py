@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from research_tool.engines.base import FindingDraft, SynthesisDraft, SynthesisInput
 from research_tool.engines.text.entities import find_mentions
+from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.slots import evaluate_slots
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Fact, normalize_key
@@ -44,7 +45,11 @@ STOP_EXPLANATIONS: dict[str, str] = {
 def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
     numbers = {ns.source.url: ns.n for ns in request.sources}
     ranked = _distinct(
-        [f for f in request.facts if any(e.source_url in numbers for e in f.evidence)],
+        [
+            f
+            for f in request.facts
+            if any(e.source_url in numbers for e in f.evidence) and not is_instruction_like(f.statement)
+        ],
         key=lambda f: _rank(f),
     )
     notes = _notes(request)

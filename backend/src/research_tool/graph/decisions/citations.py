@@ -7,6 +7,12 @@ compared by stem, and every number the sentence states (else: removed, counted a
 A sentence that states something and is left with no citation is dropped (or marked, if asked);
 editorial lines are exempt: markdown headings and sentences set wholly in italics (`_..._`), which
 engines use for notes such as "research stopped early".
+
+Matching words is not enough when the source says the opposite with the same words (issue 14): a passage
+whose polarity is flipped against the sentence never supports it. A flip is a content word the two share
+that one side negates and the other does not (a negator or downtoner up to three words before it: "not",
+"no", "never", "little", "hardly", "n't", ...), or a word of the sentence whose antonym stands in the passage
+in its place ("increases" / "decreases", "precise" / "vague").
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from research_tool.core.logging import get_logger
 from research_tool.engines.base import FindingDraft, NumberedSource, SynthesisDraft
 from research_tool.engines.text.facts import clean_statement
 from research_tool.engines.text.sentences import split_sentences
-from research_tool.engines.text.tokens import content_stems
+from research_tool.engines.text.tokens import content_stems, is_stopword, stem, words
 from research_tool.models.entities import Fact
 
 log = get_logger(__name__)
@@ -33,6 +39,28 @@ MARKER_RE = re.compile(r"\[(\d+)\]")
 _NUMBER_RE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _EDITORIAL_RE = re.compile(r"^\s*(?:#{1,6}\s|[_*][^_*].*[_*][.!?]?\s*$|>\s)")
 MIN_CLAIM_WORDS = 3  # a sentence with fewer content words states nothing checkable
+NEGATION_REACH = 3  # a negator applies to the content words up to this many words after it
+NEGATORS = frozenset(
+    {"not", "no", "never", "none", "nor", "neither", "cannot", "without", "little", "few", "hardly", "barely"}
+    | {"scarcely", "lacks", "lack", "lacking", "fails", "fail", "failed", "nothing", "nobody", "nowhere"}
+)
+_ANTONYM_PAIRS = [
+    ("increase", "decrease"), ("increase", "reduce"), ("rise", "fall"), ("raise", "lower"), ("more", "less"),
+    ("more", "fewer"), ("higher", "lower"), ("high", "low"), ("larger", "smaller"), ("large", "small"),
+    ("greater", "smaller"), ("precise", "vague"), ("precise", "imprecise"), ("accurate", "inaccurate"),
+    ("effective", "ineffective"), ("safe", "unsafe"), ("safe", "dangerous"), ("true", "false"),
+    ("positive", "negative"), ("success", "failure"), ("succeed", "fail"), ("gain", "loss"), ("win", "lose"),
+    ("allow", "forbid"), ("allow", "prevent"), ("accept", "reject"), ("include", "exclude"), ("always", "never"),
+    ("all", "none"), ("strong", "weak"), ("strengthen", "weaken"), ("fast", "slow"), ("faster", "slower"),
+    ("early", "late"), ("earlier", "later"), ("before", "after"), ("maximum", "minimum"), ("major", "minor"),
+    ("possible", "impossible"), ("likely", "unlikely"), ("common", "rare"), ("legal", "illegal"),
+    ("present", "absent"), ("valid", "invalid"), ("correct", "incorrect"), ("significant", "insignificant"),
+    ("support", "oppose"), ("confirm", "refute"), ("benefit", "harm"), ("improve", "worsen"), ("open", "closed"),
+]  # fmt: skip
+ANTONYMS: dict[str, frozenset[str]] = {}
+for _a, _b in _ANTONYM_PAIRS:
+    ANTONYMS[stem(_a)] = ANTONYMS.get(stem(_a), frozenset()) | {stem(_b)}
+    ANTONYMS[stem(_b)] = ANTONYMS.get(stem(_b), frozenset()) | {stem(_a)}
 
 
 class CitationCheck(BaseModel):
@@ -45,9 +73,45 @@ class CitationCheck(BaseModel):
 
 
 @dataclass(frozen=True)
+class _Polarity:
+    """What a piece of text negates and which words it has, to compare with another piece's."""
+
+    stems: frozenset[str]  # every word's stem, stopwords included ("more", "before", "all")
+    negated: frozenset[str]  # content stems a negator stands before
+
+
+def polarity_of(text: str) -> _Polarity:
+    tokens = [w.casefold().replace("’", "'") for w in words(text)]
+    negated: set[str] = set()
+    reach = 0
+    for token in tokens:
+        if token in NEGATORS or token.endswith("n't"):
+            reach = NEGATION_REACH
+            continue
+        if reach > 0:
+            if not is_stopword(token):
+                negated.add(stem(token))
+            reach -= 1
+    return _Polarity(frozenset(stem(t) for t in tokens), frozenset(negated))
+
+
+def polarity_flipped(claim: _Polarity, passage: _Polarity) -> bool:
+    """True when the passage says the opposite of the claim with its words: a shared word negated on one
+    side only, or a claim word replaced by its antonym."""
+    shared = claim.stems & passage.stems
+    if (claim.negated ^ passage.negated) & shared:
+        return True
+    return any(
+        word not in passage.stems and (ANTONYMS.get(word, frozenset()) & passage.stems) - claim.stems
+        for word in claim.stems
+    )
+
+
+@dataclass(frozen=True)
 class _Passage:
     stems: frozenset[str]
     numbers: frozenset[str]
+    polarity: _Polarity | None = None  # None for the title (it states nothing to flip)
 
 
 class SupportIndex:
@@ -68,11 +132,19 @@ class SupportIndex:
         if not stems:
             return 1.0
         numbers = frozenset(_numbers(claim))
+        polarity: _Polarity | None = None
         best = 0.0
         for passage in self._passages.get(n, []):
             if not numbers <= passage.numbers:
                 continue
-            best = max(best, len(stems & passage.stems) / len(stems))
+            share = len(stems & passage.stems) / len(stems)
+            if share <= best:
+                continue
+            if passage.polarity is not None:
+                polarity = polarity or polarity_of(claim)
+                if polarity_flipped(polarity, passage.polarity):
+                    continue  # the same words, the opposite meaning: no support
+            best = share
         return best
 
 
@@ -84,7 +156,8 @@ def _passages(title: str, text: str) -> list[_Passage]:
     for index, sentence in enumerate(sentences):
         window = sentence if index == 0 else f"{sentences[index - 1]} {sentence}"
         for piece in {sentence, window}:
-            out.append(_Passage(frozenset(content_stems(piece)) | title_stems, frozenset(_numbers(piece))))
+            stems = frozenset(content_stems(piece)) | title_stems
+            out.append(_Passage(stems, frozenset(_numbers(piece)), polarity_of(piece)))
     return out
 
 

@@ -31,9 +31,10 @@ def validate_request(request: ResearchRequest, settings: Settings, client: httpx
         path = Path(folder).expanduser()
         if not path.is_dir():
             raise BadInputError(f"corpus folder not found: {folder}")
-    if request.providers is None:
-        return
     dirs = corpus_dirs_for(request, settings)
+    if request.providers is None:
+        check_some_provider_can_search(request, settings, client, dirs)
+        return
     for name in request.providers:
         if not privacy_allows(request.privacy_mode, name):
             raise BadInputError(
@@ -43,6 +44,29 @@ def validate_request(request: ResearchRequest, settings: Settings, client: httpx
         reason = provider.unavailable_reason()
         if reason:
             raise BadInputError(f"provider '{name}' is not available: {reason}")
+
+
+def check_some_provider_can_search(
+    request: ResearchRequest, settings: Settings, client: httpx.AsyncClient, dirs: Sequence[Path]
+) -> None:
+    """A request that leaves the providers to the domain must leave at least one that can search: a
+    `local_only` session with no corpus folder would otherwise "complete" with nothing searched."""
+    domains = [request.domain] if request.domain else list(DOMAINS)
+    candidates = list(dict.fromkeys(name for d in domains for name in DOMAINS[d].provider_order()))
+    reasons: list[str] = []
+    for name in candidates:
+        if not privacy_allows(request.privacy_mode, name):
+            continue
+        reason = create_provider(name, settings, client, corpus_dirs=dirs).unavailable_reason()
+        if reason is None:
+            return
+        reasons.append(f"{name}: {reason}")
+    allowed = "; ".join(reasons) or "none is allowed"
+    raise BadInputError(
+        f"no provider can search for this request (privacy mode '{request.privacy_mode}'"
+        + (f", domain '{request.domain}'" if request.domain else "")
+        + f"): {allowed}"
+    )
 
 
 def choose_providers(

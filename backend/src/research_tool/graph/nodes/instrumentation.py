@@ -1,4 +1,8 @@
-"""Phase boundaries: every node emits phase_started/phase_completed, logs, and records its time."""
+"""Phase boundaries: every node emits phase_started/phase_completed, logs, and records its time.
+
+Before a node runs, the engine is told what the session has left (its deadline from the time limit minus
+the time the nodes have spent, and the token budget minus the tokens spent), so a model call never outlives
+the session, and whom to tell when a step falls back to the offline engine (a `model_fallback` event)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from typing import Any, Protocol
 from langgraph.runtime import Runtime
 
 from research_tool.core.logging import get_logger
+from research_tool.engines.base import CallLimits, FallbackNotice
 from research_tool.graph.context import ResearchContext
+from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.state import ResearchState
 
 log = get_logger("research_tool.graph")
@@ -34,6 +40,19 @@ PHASE_LABELS: dict[str, str] = {
 }
 
 
+PRE_SEARCH_PHASES = frozenset({"clarify", "plan"})
+SEARCH_RESERVE_FRACTION = 0.25  # of the time limit, kept for the first search when the model runs late
+SEARCH_RESERVE_MIN_S = 5.0  # ... but at least this (at most half the limit) ...
+SEARCH_RESERVE_MAX_S = 30.0  # ... and at most this
+
+
+def search_reserve_s(time_limit_s: float) -> float:
+    """The time the model steps before the first search leave to it: a quarter of the limit, at least 5 s
+    (never more than half the limit), at most 30 s."""
+    wanted = max(SEARCH_RESERVE_FRACTION * time_limit_s, min(SEARCH_RESERVE_MIN_S, 0.5 * time_limit_s))
+    return min(wanted, SEARCH_RESERVE_MAX_S)
+
+
 def phase(name: str) -> Callable[[NodeFn], NodeFn]:
     label = PHASE_LABELS[name]
 
@@ -46,6 +65,7 @@ def phase(name: str) -> Callable[[NodeFn], NodeFn]:
             log.info("phase_started", session_id=ctx.session_id, iteration=iteration, phase=name)
             await ctx.events.emit("phase_started", name, f"{label}{cycle}.", {"iteration": iteration})
             started = time.monotonic()
+            bind_engine(state, ctx, name, started)
             update = await fn(state, runtime)
             elapsed = round(time.monotonic() - started, 4)
             update["elapsed"] = {**update.get("elapsed", {}), f"{name}:{iteration}": elapsed}
@@ -59,6 +79,29 @@ def phase(name: str) -> Callable[[NodeFn], NodeFn]:
         return node
 
     return decorate
+
+
+def bind_engine(state: ResearchState, ctx: ResearchContext, phase_name: str, now: float) -> None:
+    """Bound the node's model calls by the session's time and tokens left; report its fallbacks as events.
+    Before the first search, the model must leave a share of the time limit to it: a model that hangs in
+    clarify or plan never leaves a session without sources."""
+    tier = state.get("tier") or (state.get("request") or {}).get("tier") or "standard"
+    limits = resolve_limits(tier, state.get("request") or {}, ctx.settings)
+    remaining = limits.max_execution_time_s - elapsed_total(state)
+    if not state.get("provider_calls") and phase_name in PRE_SEARCH_PHASES:
+        remaining -= search_reserve_s(limits.max_execution_time_s)
+    deadline = now + max(0.0, remaining)
+    tokens_left = limits.token_budget - tokens_total(state)
+
+    async def on_fallback(notice: FallbackNotice) -> None:
+        await ctx.events.emit(
+            "model_fallback",
+            phase_name,
+            f"The model could not do {notice.step}; the offline engine did it instead ({notice.reason}).",
+            {"step": notice.step, "reason": notice.reason, "message": notice.message},
+        )
+
+    ctx.engine.bound_calls(CallLimits(deadline=deadline, tokens_left=tokens_left), on_fallback)
 
 
 def elapsed_total(state: ResearchState) -> float:

@@ -12,6 +12,7 @@ from research_tool.engines.cpu_pool import run_cpu
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.citations import check_citations
 from research_tool.graph.decisions.source_ranking import rank_sources
+from research_tool.graph.fallback_record import fallback_metadata
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
 from research_tool.graph.nodes.model_context import compact_for_model, drop_unsupported_claims
 from research_tool.graph.nodes.process import to_source
@@ -75,7 +76,10 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
         "duration_s": round(elapsed_total(state), 3),
         "provider_calls": len(calls),
         "access_failures": len(state.get("access_failures") or {}),
-        "degraded_mode": bool(state.get("degraded_mode")),
+        **fallback_metadata(
+            {**(state.get("error_log") or {}), **record_errors("synthesize:0", step.errors)},
+            search_limited=bool(state.get("degraded_mode")),
+        ),
         "citations_removed": removed,
         "sources_retrieved": len(all_sources),
         "facts_extracted": len(facts),

@@ -67,7 +67,7 @@ def browser_unavailable_reason() -> str | None:
     try:
         import playwright.async_api  # noqa: F401
     except ImportError:
-        return "the 'playwright' package is not installed (pip install '.[browser]')"
+        return "the 'browser' extra is not installed (pip install 'research-tool[browser]')"
     if find_chromium() is None:
         return "no system Chromium (apt-get install -y chromium)"
     return None

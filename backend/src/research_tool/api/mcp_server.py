@@ -1,0 +1,238 @@
+"""The MCP server (Model Context Protocol, official `mcp` SDK 2.x): research sessions as tools for an MCP client.
+
+Tools: `research` (runs a session to the end, with progress notifications, and returns the report as markdown
+and JSON), `start_research`, `research_status`, `stop_research` and `get_report`. It is an entry layer like the
+HTTP routes: it validates, hands over to the process's SessionRunner and reads back. Two transports use it:
+stdio (`research-tool mcp`, api/mcp_stdio.py) and streamable HTTP at `/mcp` in the API (`mount_mcp`), behind
+the API's bearer token.
+
+A client may name local folders (`corpus_dirs`) only inside RESEARCH_CORPUS_DIRS, on both transports: a model
+driving the tools must not make the server read arbitrary files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import ValidationError
+from starlette.requests import HTTPConnection
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from research_tool import __version__
+from research_tool.api.auth import is_authorized
+from research_tool.api.errors import error_response
+from research_tool.api.routes.research import check_corpus_dirs
+from research_tool.core.errors import BadInputError, ResearchToolError
+from research_tool.core.logging import get_logger
+from research_tool.models.api import SessionAccepted, StatusResponse
+from research_tool.models.report import Report
+from research_tool.models.request import ResearchRequest
+from research_tool.reporting.export import render_report
+from research_tool.runtime.composition import ResearchServices
+
+log = get_logger(__name__)
+
+MCP_PATH = "/mcp"
+INSTRUCTIONS = (
+    "Deep research with cited reports. `research` runs a session to the end (minutes; progress is notified) and "
+    "returns the report: an answer whose every [n] cites a source it retrieved. For long runs use "
+    "`start_research`, poll `research_status`, then `get_report`; `stop_research` ends collecting and still "
+    "writes a report from what was found."
+)
+
+Tier = Literal["simple", "standard", "deep"]
+Privacy = Literal["local_only", "hybrid", "cloud_allowed"]
+ReportFormat = Literal["md", "json", "html", "bib"]
+
+
+def _tool_error(exc: Exception) -> ToolError:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int)) or "input"
+        return ToolError(f"invalid {where}: {str(first.get('msg', 'invalid value')).removeprefix('Value error, ')}")
+    if isinstance(exc, ResearchToolError):
+        return ToolError(exc.message)
+    return ToolError(str(exc))
+
+
+def build_request(
+    query: str,
+    tier: Tier | None,
+    domain: str | None,
+    privacy_mode: Privacy | None,
+    providers: list[str] | None,
+    corpus_dirs: list[str] | None,
+    fetch: bool,
+    max_execution_time_s: float | None,
+) -> ResearchRequest:
+    fields: dict[str, Any] = {
+        "query": query,
+        "tier": tier,
+        "domain": domain,
+        "providers": providers,
+        "corpus_dirs": corpus_dirs or [],
+        "fetch": fetch,
+        "max_execution_time_s": max_execution_time_s,
+        "clarify": False,  # a tool call cannot stop to ask; the question is researched as asked
+    }
+    if privacy_mode is not None:
+        fields["privacy_mode"] = privacy_mode
+    return ResearchRequest.model_validate(fields)
+
+
+def report_result(session_id: str, report: dict[str, Any]) -> CallToolResult:
+    """The report's markdown as text (what a model reads) and the report JSON as structured content."""
+    markdown = render_report(Report.model_validate(report), "md")
+    return CallToolResult(
+        content=[TextContent(type="text", text=markdown)],
+        structured_content={"session_id": session_id, "markdown": markdown, "report": report},
+    )
+
+
+def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
+    """The tools over the research services `services_of()` returns (raises while the process starts/stops)."""
+    server: MCPServer = MCPServer(name="research-tool", instructions=INSTRUCTIONS, version=__version__)
+
+    def services() -> ResearchServices:
+        try:
+            return services_of()
+        except ResearchToolError as exc:
+            raise _tool_error(exc) from None
+
+    async def create(request_fields: dict[str, Any]) -> str:
+        svc = services()
+        try:
+            request = build_request(**request_fields)
+            check_corpus_dirs(request, svc.settings)
+            svc.validate(request)
+        except (ValidationError, BadInputError) as exc:
+            raise _tool_error(exc) from None
+        record = await svc.runner.create(request)
+        svc.runner.launch(record.id)
+        return record.id
+
+    async def call(coro: Any) -> Any:
+        try:
+            return await coro
+        except ResearchToolError as exc:
+            raise _tool_error(exc) from None
+
+    @server.tool()
+    async def research(
+        query: str,
+        ctx: Context,
+        tier: Tier | None = None,
+        domain: str | None = None,
+        privacy_mode: Privacy | None = None,
+        providers: list[str] | None = None,
+        corpus_dirs: list[str] | None = None,
+        fetch: bool = True,
+        max_execution_time_s: float | None = None,
+    ) -> CallToolResult:
+        """Research a question to the end and return the cited report (markdown, and the report JSON).
+
+        Sends a progress notification per event (phase, cycle, what was found). Takes from seconds (simple tier)
+        to many minutes (deep); the session goes on if the call is cancelled (see stop_research)."""
+        session_id = await create(
+            {
+                "query": query,
+                "tier": tier,
+                "domain": domain,
+                "privacy_mode": privacy_mode,
+                "providers": providers,
+                "corpus_dirs": corpus_dirs,
+                "fetch": fetch,
+                "max_execution_time_s": max_execution_time_s,
+            }
+        )
+        svc = services()
+        async for event in svc.events.follow(session_id, 0):
+            phase = f"{event.phase}: " if event.phase else ""
+            await ctx.report_progress(float(event.seq), None, f"{phase}{event.message}")
+        record = await svc.store.get(session_id)
+        if record.status != "completed":
+            raise ToolError(f"session {session_id} {record.status}: {record.error or 'no report'}")
+        return report_result(session_id, await call(svc.runner.report(session_id)))
+
+    @server.tool()
+    async def start_research(
+        query: str,
+        tier: Tier | None = None,
+        domain: str | None = None,
+        privacy_mode: Privacy | None = None,
+        providers: list[str] | None = None,
+        corpus_dirs: list[str] | None = None,
+        fetch: bool = True,
+        max_execution_time_s: float | None = None,
+    ) -> SessionAccepted:
+        """Start a research session in the background and return its id at once (then research_status,
+        get_report)."""
+        session_id = await create(
+            {
+                "query": query,
+                "tier": tier,
+                "domain": domain,
+                "privacy_mode": privacy_mode,
+                "providers": providers,
+                "corpus_dirs": corpus_dirs,
+                "fetch": fetch,
+                "max_execution_time_s": max_execution_time_s,
+            }
+        )
+        record = await services().store.get(session_id)
+        return SessionAccepted(session_id=session_id, status=record.status)
+
+    @server.tool()
+    async def research_status(session_id: str) -> StatusResponse:
+        """Where a session is: status, phase, cycle, sources, facts, saturation, stop reason."""
+        return StatusResponse.of(await call(services().store.get(session_id)))
+
+    @server.tool()
+    async def stop_research(session_id: str) -> SessionAccepted:
+        """Stop collecting now; the session still writes a report from what it found (get_report)."""
+        record = await call(services().runner.request_stop(session_id))
+        return SessionAccepted(session_id=session_id, status=record.status)
+
+    @server.tool()
+    async def get_report(session_id: str, format: ReportFormat = "md") -> CallToolResult:
+        """A completed session's report: markdown (default) with the report JSON as structured content, or
+        json, html or bib text."""
+        report = await call(services().runner.report(session_id))
+        if format == "md":
+            return report_result(session_id, report)
+        text = (
+            json.dumps(report, indent=2) if format == "json" else render_report(Report.model_validate(report), format)
+        )
+        return CallToolResult(content=[TextContent(type="text", text=text)])
+
+    return server
+
+
+class TokenGuard:
+    """ASGI wrapper: the API's bearer token in front of the MCP endpoint (401 in the API's JSON error shape)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not is_authorized(HTTPConnection(scope)):
+            response = error_response(401, "unauthorized", "this server needs `Authorization: Bearer <token>`")
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def mcp_http_route(server: MCPServer) -> Route:
+    """The streamable-HTTP endpoint of `server` as one route for the API app (its session manager must run in the
+    app's lifespan: `server.session_manager.run()`)."""
+    sub_app = server.streamable_http_app(streamable_http_path=MCP_PATH)
+    for route in sub_app.routes:
+        if isinstance(route, Route) and route.path == MCP_PATH:
+            return Route(MCP_PATH, endpoint=TokenGuard(route.app), methods=["GET", "POST", "DELETE"])
+    raise RuntimeError("the MCP SDK's streamable HTTP app has no route at /mcp")  # pragma: no cover

@@ -1,0 +1,68 @@
+"""The web page at `/` and the API docs at `/docs` and `/redoc`, all served from package files so they
+work without internet: the page is plain HTML, CSS and JavaScript modules under api/static/ (no build
+step), and the docs load Swagger UI and ReDoc from the `fastapi-offline` package's copies of their
+bundles (mounted at /docs-assets), not from a CDN.
+
+These are public static shells: they hold no data. Everything they show comes from the API, which
+asks for the token; the page asks a person for it once and keeps it in the tab's sessionStorage.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+STATIC_URL = "/static"
+DOCS_ASSETS_URL = "/docs-assets"
+# The page renders source text with textContent only; the policy forbids any script but its own files,
+# so even a mistake there could not run a source's script.
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+# Swagger UI and ReDoc set inline styles and ReDoc starts a worker from a blob.
+DOCS_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+SHELL_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"}
+
+pages = APIRouter(include_in_schema=False)
+
+
+def static_dir() -> Path:
+    return Path(str(files("research_tool.api") / "static"))
+
+
+def docs_assets_dir() -> Path:
+    return Path(str(files("fastapi_offline") / "static"))
+
+
+def _shell(name: str, policy: str) -> FileResponse:
+    headers = {**SHELL_HEADERS, "Content-Security-Policy": policy}
+    return FileResponse(static_dir() / name, media_type="text/html; charset=utf-8", headers=headers)
+
+
+@pages.api_route("/", methods=["GET", "HEAD"])
+async def web_page() -> FileResponse:
+    return _shell("index.html", PAGE_POLICY)
+
+
+@pages.get("/docs")
+async def swagger_docs() -> FileResponse:
+    return _shell("docs.html", DOCS_POLICY)
+
+
+@pages.get("/redoc")
+async def redoc_docs() -> FileResponse:
+    return _shell("redoc.html", DOCS_POLICY)
+
+
+def install_pages(app: FastAPI) -> None:
+    app.include_router(pages)
+    app.mount(DOCS_ASSETS_URL, StaticFiles(directory=docs_assets_dir()), name="docs-assets")
+    app.mount(STATIC_URL, StaticFiles(directory=static_dir()), name="static")

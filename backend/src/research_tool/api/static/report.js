@@ -1,0 +1,156 @@
+// The finished report: the short answer first (when the report has one), the answer with its [n]
+// citations as links into the source list, findings with verified / contradicted marks, the sources,
+// the gaps, and export buttons. Every string from the report is inserted as text.
+
+import { el, externalLink, formatTime, percent } from "./dom.js";
+
+const CITATION = /\[(\d+)\]/g;
+export const EXPORT_FORMATS = ["md", "json", "html", "bib"];
+
+// Text with [n] markers turned into links to #source-n (only for sources the report lists).
+function withCitations(text, known) {
+  const parts = [];
+  let at = 0;
+  for (const match of String(text).matchAll(CITATION)) {
+    parts.push(text.slice(at, match.index));
+    const id = `[${match[1]}]`;
+    if (known.has(id)) {
+      parts.push(el("a", { href: `#source-${match[1]}`, class: "cite", title: known.get(id) }, id));
+    } else {
+      parts.push(id);
+    }
+    at = match.index + match[0].length;
+  }
+  parts.push(text.slice(at));
+  return parts;
+}
+
+// The answer is markdown of the simplest kind: paragraphs, "- " bullets and _emphasised_ notes.
+function answerBlocks(markdown, known) {
+  const blocks = [];
+  for (const paragraph of String(markdown).split(/\n\s*\n/)) {
+    const lines = paragraph.split("\n").filter((line) => line.trim());
+    if (!lines.length) continue;
+    if (lines.every((line) => /^\s*[-*] /.test(line))) {
+      blocks.push(el("ul", {}, lines.map((line) => el("li", {}, withCitations(line.replace(/^\s*[-*] /, ""), known)))));
+      continue;
+    }
+    const text = lines.join(" ");
+    const heading = /^(#{1,6})\s+(.*)$/.exec(text);
+    if (heading) {
+      blocks.push(el("h3", {}, withCitations(heading[2], known)));
+    } else if (/^_[^_].*_$/.test(text)) {
+      blocks.push(el("p", { class: "note" }, el("em", {}, withCitations(text.slice(1, -1), known))));
+    } else {
+      blocks.push(el("p", {}, withCitations(text, known)));
+    }
+  }
+  return blocks;
+}
+
+function findingMark(finding) {
+  if (finding.contradictions && finding.contradictions.length) {
+    return el("span", { class: "mark contradicted", title: "another source disagrees" }, "⚠ contradicted");
+  }
+  if (finding.verified) {
+    return el("span", { class: "mark verified", title: "supported by independent sources" }, "✓ verified");
+  }
+  return el("span", { class: "mark unverified", title: "one source" }, "single source");
+}
+
+function contradictionText(item) {
+  if (typeof item === "string") return item;
+  if (item && typeof item === "object") return item.statement || item.text || item.claim || JSON.stringify(item);
+  return String(item);
+}
+
+function sourceItem(citation) {
+  const number = String(citation.id).replace(/[[\]]/g, "");
+  const details = [
+    citation.provider,
+    citation.type !== citation.provider ? citation.type : null,
+    (citation.authors || []).slice(0, 3).join(", "),
+    citation.year,
+    citation.doi ? `doi:${citation.doi}` : null,
+  ].filter((part) => part !== null && part !== undefined && part !== "");
+  return el(
+    "li",
+    { id: `source-${number}`, class: "source" },
+    el("span", { class: "source-id" }, citation.id),
+    el("div", {},
+      el("div", { class: "source-title" }, externalLink(citation.url, citation.title || citation.url || citation.location)),
+      el("div", { class: "muted small" }, details.join(" · ")),
+      citation.location && citation.location !== citation.title
+        ? el("div", { class: "muted small location" }, citation.location)
+        : null,
+    ),
+  );
+}
+
+export function renderReport(container, report, { onExport }) {
+  const citations = Array.isArray(report.citations) ? report.citations : [];
+  const known = new Map(citations.map((c) => [c.id, c.title || c.url || c.id]));
+  const findings = Array.isArray(report.findings) ? report.findings : [];
+  const metadata = report.metadata || {};
+
+  const parts = [el("h2", {}, "Answer")];
+  if (typeof report.short_answer === "string" && report.short_answer.trim()) {
+    parts.push(el("p", { class: "short-answer", id: "short-answer" }, withCitations(report.short_answer, known)));
+  }
+  if (report.answered === false) {
+    parts.push(el("p", { class: "not-answered" }, "The sources found do not answer the question directly; below is what they say."));
+  }
+  parts.push(el("div", { class: "answer", id: "answer" }, answerBlocks(report.answer || "", known)));
+  if (report.stop_reason) {
+    parts.push(el("p", { class: "muted small" }, `Stopped: ${String(report.stop_reason).replaceAll("_", " ")}`));
+  }
+
+  parts.push(
+    el("div", { class: "exports" },
+      el("span", { class: "muted" }, "Export"),
+      EXPORT_FORMATS.map((format) =>
+        el("button", { type: "button", class: "ghost small", "data-format": format, onclick: () => onExport(format) }, format),
+      ),
+    ),
+  );
+
+  if (findings.length) {
+    parts.push(el("h2", {}, `Findings (${findings.length})`));
+    parts.push(
+      el("ul", { class: "findings", id: "findings" },
+        findings.map((finding) =>
+          el("li", { class: "finding" },
+            findingMark(finding),
+            el("span", { class: "statement" }, withCitations(finding.statement || "", known)),
+            typeof finding.confidence === "number"
+              ? el("span", { class: "muted small confidence" }, `confidence ${percent(finding.confidence)}`)
+              : null,
+            finding.contradictions && finding.contradictions.length
+              ? el("ul", { class: "contradictions" }, finding.contradictions.map((c) => el("li", {}, contradictionText(c))))
+              : null,
+          ),
+        ),
+      ),
+    );
+  }
+
+  parts.push(el("h2", {}, `Sources (${citations.length})`));
+  parts.push(el("ol", { class: "sources", id: "sources" }, citations.map(sourceItem)));
+
+  if (Array.isArray(report.gaps) && report.gaps.length) {
+    parts.push(el("h2", {}, "Gaps"));
+    parts.push(el("ul", { class: "gaps" }, report.gaps.map((gap) => el("li", {}, String(gap)))));
+  }
+
+  const facts = [
+    metadata.engine ? `engine ${metadata.engine}` : null,
+    metadata.model ? `model ${metadata.model}` : null,
+    typeof metadata.iterations === "number" ? `${metadata.iterations} cycles` : null,
+    typeof metadata.duration_s === "number" ? `${metadata.duration_s.toFixed(1)} s` : null,
+    metadata.timestamp ? formatTime(metadata.timestamp) : null,
+    metadata.degraded_mode ? "degraded" : null,
+  ].filter(Boolean);
+  if (facts.length) parts.push(el("p", { class: "muted small meta" }, facts.join(" · ")));
+
+  container.replaceChildren(...parts);
+}

@@ -1,0 +1,45 @@
+"""The folders `research-tool index` was pointed at, remembered in the data dir so that
+`research-tool search --provider local` searches them without --corpus.
+
+A small JSON list (`<data dir>/indexed_folders.json`), written atomically; a folder that no longer exists is
+left out when read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+FOLDERS_FILE = "indexed_folders.json"
+
+
+def _file(data_dir: Path) -> Path:
+    return data_dir / FOLDERS_FILE
+
+
+def _read(data_dir: Path) -> list[str]:
+    try:
+        value = json.loads(_file(data_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def indexed_folders(data_dir: Path) -> list[Path]:
+    """The remembered folders that still exist, in the order they were first indexed."""
+    return [Path(p) for p in _read(data_dir) if Path(p).is_dir()]
+
+
+def remember_folder(data_dir: Path, folder: Path) -> None:
+    folders = list(dict.fromkeys([*_read(data_dir), str(folder.resolve())]))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handle, tmp_name = tempfile.mkstemp(dir=data_dir, prefix=f".{FOLDERS_FILE}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(folders, out, indent=1)
+        os.replace(tmp_name, _file(data_dir))
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
