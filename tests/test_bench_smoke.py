@@ -43,6 +43,11 @@ EXPECTED_FIGURES = {
     "local_index": ["index time", "query latency top-10 p50", "query latency top-10 p95"],
     "splitter": ["split 10 KB", "split 100 KB", "seconds per MB at the largest size"],
     "model_hang": ["session wall time", "provider calls (search done)", "degraded_mode", "model fallbacks"],
+    "storage": [
+        "checkpoint bytes per completed session",
+        "data dir after deleting / empty",
+        "RSS growth per finished session (second half)",
+    ],
 }
 
 
@@ -83,6 +88,8 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
     assert results[3].figure("sessions that never resumed").value == 0
     assert results[4].figure("documents indexed").value == 3
     assert results[6].figure("status").value == "completed"
+    assert results[7].figure("checkpoint bytes per completed session").met  # <= 300 KB: page text is not in it
+    assert results[7].figure("data dir after deleting / empty").met  # deleting gives the space back
 
     table = render_table(results)
     assert "[scale] 2 x 0.1s: status p95" in table and "[resume]" in table

@@ -296,3 +296,46 @@ async def test_scifact_corpus_indexes_in_seconds(tmp_path: Path) -> None:
     assert stats.docs_total == 5183
     hits = await index.search("Microstructural development of human newborn cerebral white matter", roots=[SCIFACT])
     assert hits[0].doc_id == "4983" and hits[0].location == "corpus.jsonl#4983"
+
+
+async def test_ranking_in_one_folder_ignores_other_indexed_folders(tmp_path: Path, index: CorpusIndex) -> None:
+    """BM25 statistics are per indexed folder: indexing an unrelated folder B changes nothing in A's ranking."""
+    folder_a = tmp_path / "a"
+    write(folder_a / "kiln.md", "# Kiln firing\n\nA kiln fires glazed pottery at high heat for many hours.\n")
+    write(folder_a / "glaze.md", "# Glazes\n\nA glaze is glass fused to pottery; ash glaze came first.\n")
+    write(folder_a / "wheel.md", "# Throwing\n\nThe potter's wheel shapes clay; pottery needs a kiln later.\n")
+    await index.index_folder(folder_a)
+    before = [(h.doc_id, h.score) for h in await index.search("kiln pottery glaze", roots=[folder_a])]
+
+    folder_b = tmp_path / "b"
+    for i in range(30):  # many documents that make "pottery" common and "kiln" rare across the whole file
+        write(folder_b / f"note{i}.md", f"# Note {i}\n\nPottery pottery pottery market stall number {i}.\n")
+    await index.index_folder(folder_b)
+    after = [(h.doc_id, h.score) for h in await index.search("kiln pottery glaze", roots=[folder_a])]
+
+    assert [d for d, _ in after] == [d for d, _ in before]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before])
+    both = await index.search("pottery", roots=[folder_a, folder_b], limit=50)
+    assert len(both) == 33  # a search over both folders still sees every document
+
+
+async def test_subfolder_of_an_indexed_folder_joins_its_collection(tmp_path: Path, index: CorpusIndex) -> None:
+    write(tmp_path / "top" / "one.md", "# One\n\nThe heron waits by the reed bed at dawn.\n")
+    write(tmp_path / "top" / "sub" / "two.md", "# Two\n\nA heron nests in the reed bed by the lake.\n")
+    await index.index_folder(tmp_path / "top")
+    stats = await index.index_folder(tmp_path / "top" / "sub")
+    assert stats.docs_unchanged == 1 and stats.docs_added == 0
+    hits = await index.search("heron reed", roots=[tmp_path / "top" / "sub"])
+    assert [h.title for h in hits] == ["Two"]
+
+
+async def test_a_second_index_object_on_an_existing_file_takes_no_write_lock_and_keeps_working(
+    tmp_path: Path,
+) -> None:
+    """Sessions each open their own CorpusIndex on one file: opening an existing layout writes nothing."""
+    write(tmp_path / "docs" / "a.md", "# Heron\n\nThe heron waits by the reed bed.\n")
+    first = CorpusIndex(tmp_path / "index.db")
+    await first.index_folder(tmp_path / "docs")
+    second = CorpusIndex(tmp_path / "index.db")
+    for _ in range(2):
+        assert [h.title for h in await second.search("heron", roots=[tmp_path / "docs"])] == ["Heron"]

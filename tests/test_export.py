@@ -269,3 +269,20 @@ async def test_unknown_format_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInputError):
         await export_report(make_report(), "docx", tmp_path)
     assert await asyncio.to_thread(os.listdir, tmp_path) == []
+
+
+def test_short_answer_is_the_first_line_under_the_title_in_markdown_and_html() -> None:
+    report = make_report(citations=[make_citation(1)]).model_copy(
+        update={"short_answer": "subprocess.run(timeout=...)", "answered": True}
+    )
+    lines = render_report(report, "md").splitlines()
+    assert lines[2] == "**Short answer:** subprocess.run(timeout=...)"
+    html_text = render_report(report, "html")
+    assert html_text.index('class="short-answer"') < html_text.index("<h2>Answer</h2>")
+    assert json.loads(render_report(report, "json"))["short_answer"] == "subprocess.run(timeout=...)"
+
+
+def test_unanswered_report_says_so_on_its_first_line() -> None:
+    report = make_report(citations=[make_citation(1)]).model_copy(update={"short_answer": None, "answered": False})
+    assert render_report(report, "md").splitlines()[2].startswith("**Not answered:** the sources found do not")
+    assert json.loads(render_report(report, "json"))["answered"] is False

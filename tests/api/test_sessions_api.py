@@ -66,8 +66,11 @@ async def test_list_is_newest_first_and_paginated_and_delete_removes_everything(
     assert [s["session_id"] for s in rest["sessions"]] == [ids[0]]
     assert rest["sessions"][0]["status"] == "completed" and rest["sessions"][0]["query"].endswith("(0)")
 
+    exports = api.services.settings.data_dir / "exports" / ids[1]
+    assert exports.is_dir()
     deleted = await api.client.delete(f"/api/research/{ids[1]}")
     assert deleted.status_code == 204
+    assert not exports.exists(), "the .md and .json exports go with the session"
     assert (await api.client.get(f"/api/research/{ids[1]}/status")).status_code == 404
     assert await api.services.events.replay(ids[1]) == []
     snapshot = await api.services.runner.graph.aget_state({"configurable": {"thread_id": ids[1]}})

@@ -175,7 +175,9 @@ async def test_synthesize_cites_only_given_numbers_and_survives_the_citation_che
     assert cited == {1, 2}  # both hops of the chain are in the answer
     sentences = [s for s in re.split(r"(?<=[.!])\s+", draft.answer.split("\n\n")[0]) if s]
     assert 2 <= len(sentences) <= 5
-    assert "ambassador" in draft.answer and "Shirley Temple as Corliss Archer" in draft.answer
+    first = draft.answer.split(" [")[0]
+    assert "ambassador" in first or "diplomat" in first  # the second hop's page answers, and leads
+    assert "Shirley Temple as Corliss Archer" in draft.answer  # with the sentence that links to it
     assert "_Research stopped early: research reached its time limit" in draft.answer
     assert 1 <= len(draft.findings) <= 4
     by_id = {f.id: f for f in facts}
@@ -192,6 +194,7 @@ async def test_synthesize_without_facts_says_so_and_reports_degraded_mode() -> N
         query=QUESTION, sources=[], facts=[], degraded_mode=True, stop_reason="all_providers_failed"
     )
     draft = (await OfflineEngine().synthesize(request)).value
-    assert draft.findings == [] and "No retrieved source" in draft.answer and "Degraded mode" in draft.answer
+    assert draft.findings == [] and "do not answer this question" in draft.answer and "Degraded mode" in draft.answer
+    assert draft.answered is False and draft.short_answer is None
     assert not re.search(r"\[\d+\]", draft.answer)
     assert check_citations(draft, []).draft.answer == draft.answer  # notes are editorial, never dropped

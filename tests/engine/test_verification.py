@@ -107,3 +107,18 @@ def test_linked_document_inherits_relevance() -> None:
     assert checked[target.id].relevance >= 0.6
     again = {f.id: f for f in cross_verify(list(checked.values()), sources, threshold=0.6)}
     assert again[target.id].relevance == checked[target.id].relevance  # idempotent across cycles
+
+
+def test_template_sentences_about_two_different_subjects_are_two_facts() -> None:
+    """Same wording, different named things: neither page verifies the other's sentence."""
+    otter = "The 2019–20 Otterburn Rovers rowing team represented Otterburn College in the northern league."
+    heron = "The 2019–20 Heronsgate Rovers rowing team represented Heronsgate College in the northern league."
+    sources = {
+        "file:///teams.jsonl#otter": source("file:///teams.jsonl#otter", "Otterburn Rovers", otter),
+        "file:///teams.jsonl#heron": source("file:///teams.jsonl#heron", "Heronsgate Rovers", heron),
+    }
+    facts = [_fact(otter, "file:///teams.jsonl#otter"), _fact(heron, "file:///teams.jsonl#heron")]
+    checked = cross_verify(facts, sources, threshold=0.5)
+    assert len(checked) == 2
+    for fact in checked:
+        assert len(fact.source_urls) == 1 and not fact.verified

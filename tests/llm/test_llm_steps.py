@@ -279,6 +279,46 @@ async def test_synthesis_citing_an_unknown_source_comes_back_as_written(harness:
     )
 
 
+async def test_synthesis_carries_short_answer_and_answered_and_shows_answer_sentences_first(
+    harness: Harness,
+) -> None:
+    harness.server.script(
+        "synthesize",
+        json.dumps(
+            {
+                "answer": "It was completed in 1889 [1].",
+                "short_answer": "1889",
+                "answered": True,
+                "findings": [],
+                "gaps": [],
+            }
+        ),
+    )
+    step = await harness.engine.synthesize(_synthesis_input())
+    assert step.value.short_answer == "1889" and step.value.answered is True
+    (request,) = harness.server.requests_for("synthesize")
+    text = request.user_text
+    # the answer-bearing sentence (with its source number) comes before the sources themselves
+    assert "<answer_sentences>" in text
+    assert text.index("It was completed in 1889 as the entrance arch") < text.index('<source id="1"')
+
+
+async def test_synthesis_can_say_the_sources_do_not_answer(harness: Harness) -> None:
+    harness.server.script(
+        "synthesize",
+        json.dumps(
+            {
+                "answer": "The sources found do not say who designed the lift; they describe the tower [1].",
+                "short_answer": None,
+                "answered": False,
+            }
+        ),
+    )
+    step = await harness.engine.synthesize(_synthesis_input())
+    assert step.value.answered is False and step.value.short_answer is None
+    assert harness.fallback.calls == []
+
+
 async def test_synthesis_without_any_citation_is_retried(harness: Harness) -> None:
     harness.server.script(
         "synthesize",

@@ -138,6 +138,7 @@ def build_parser() -> OneLineParser:
     serve.add_argument("--port", type=int, default=8000)
 
     sub.add_parser("mcp", help="run the MCP server on stdin/stdout (for an MCP client such as Claude Desktop)")
+    add_gc_parser(sub)
     return parser
 
 
@@ -693,6 +694,57 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+# --- gc (storage retention; runtime/janitor.py) ----------------------------------------------------
+
+
+def add_gc_parser(sub: Any) -> None:
+    def days(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError("the number of days must be above 0")
+        return value
+
+    gc = sub.add_parser("gc", help="delete old sessions (RESEARCH_RETENTION_DAYS) and reclaim disk space")
+    gc.add_argument("--older-than-days", type=days, metavar="N", help="override RESEARCH_RETENTION_DAYS")
+    gc.add_argument("--json", action="store_true")
+
+
+async def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
+    """Delete finished sessions last updated more than N days ago (none when no retention is set), then what
+    no session refers to (checkpoints, events, page texts, exports), keep finished sessions' last checkpoint
+    only, and vacuum the SQLite files (a file from before auto_vacuum=INCREMENTAL is rewritten once)."""
+    import sqlite3
+
+    from research_tool.runtime.composition import open_research_services
+
+    retention = args.older_than_days if args.older_than_days is not None else settings.retention_days
+    try:
+        async with open_research_services(settings) as services:
+            summary = await services.janitor.collect_garbage(retention_days=retention, convert=True)
+    except sqlite3.OperationalError as exc:  # e.g. a server holding the files while VACUUM needs them alone
+        stderr.print(
+            f"research-tool: error: gc could not finish: {exc} (is a server using this data dir?)", markup=False
+        )
+        return EXIT_FAILED
+    if args.json:
+        emit_output(summary.model_dump_json(indent=2), None)
+        return EXIT_OK
+    if summary.cutoff:
+        stderr.print(f"Deleted {summary.sessions_deleted} sessions last updated before {summary.cutoff}.", markup=False)
+    else:
+        stderr.print("No retention set (RESEARCH_RETENTION_DAYS, --older-than-days): every session is kept.")
+    stderr.print(
+        f"Removed data of {summary.orphans_deleted} sessions that no longer exist and {summary.texts_deleted} "
+        f"page texts no session uses; {summary.sessions_pruned} finished sessions keep their last checkpoint.",
+        markup=False,
+    )
+    stderr.print(f"Reclaimed {summary.bytes_reclaimed / 1e6:.1f} MB.", markup=False)
+    return EXIT_OK
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -717,6 +769,7 @@ COMMANDS = {
     "index": cmd_index,
     "providers": cmd_providers,
     "mcp": cmd_mcp,
+    "gc": cmd_gc,
 }
 
 

@@ -27,10 +27,11 @@ from research_tool.bench.results import BenchResult, machine, render_table, save
 from research_tool.bench.resume import run_resume
 from research_tool.bench.scale import DEFAULT_RUNS, run_scale
 from research_tool.bench.splitter import run_splitter
+from research_tool.bench.storage import run_storage
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 
-BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index", "splitter", "model_hang")
+BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index", "splitter", "model_hang", "storage")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Sizes:
     resume_max_iterations: int = 3
     splitter_sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000, 5_000_000)
     model_hang_limit_s: float = 20.0
+    storage_sessions: int = 100
+    storage_rss_sessions: int = 1000
     scifact_dir: Path | None = None
     profile_dir: Path | None = None  # scale: record the server with py-spy
 
@@ -64,6 +67,8 @@ QUICK = Sizes(
     resume_max_iterations=2,
     splitter_sizes=(10_000, 100_000),
     model_hang_limit_s=4.0,
+    storage_sessions=4,
+    storage_rss_sessions=40,
 )
 
 
@@ -90,6 +95,12 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
         "local_index": lambda: run_local_index(sizes.scifact_dir),
         "splitter": lambda: run_splitter(sizes.splitter_sizes),
         "model_hang": lambda: run_model_hang(workdir, time_limit_s=sizes.model_hang_limit_s),
+        "storage": lambda: run_storage(
+            workdir,
+            sessions=sizes.storage_sessions,
+            rss_sessions=sizes.storage_rss_sessions,
+            rss_step=max(1, sizes.storage_rss_sessions // 20),
+        ),
     }
 
 

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     cors_origins: str = ""
     max_request_bytes: int = 64 * 1024
     run_timeout_s: float = Field(default=600.0, gt=0)
+    # Finished sessions last updated longer ago than this are deleted (`research-tool gc`, and the server
+    # every hour); None keeps everything.
+    retention_days: float | None = Field(default=None, gt=0)
     # Processes for the engines' CPU-bound text work in the server (0: threads of the server process).
     cpu_workers: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=0, le=64)
 

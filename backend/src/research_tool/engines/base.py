@@ -85,9 +85,11 @@ class FindingDraft(_Strict):
 
 
 class SynthesisDraft(_Strict):
-    answer: str  # markdown with [n] markers
+    answer: str  # markdown with [n] markers; its first sentence answers the question
     findings: list[FindingDraft] = Field(default_factory=list)
     gaps: list[str] = Field(default_factory=list)
+    short_answer: str | None = None  # the span that answers (a name, a date, "yes", an API call), or None
+    answered: bool = True  # False: the sources found do not answer the question
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ from research_tool.engines.prompt_templates import (
 )
 from research_tool.engines.quote_match import find_quote
 from research_tool.engines.structured_output import compact_schema, parse_structured
+from research_tool.engines.text.answering import select_answer
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.models.domain import DomainConfiguration, DomainName
 from research_tool.models.entities import Entity, Evidence, Fact, SourceResult, normalize_key, utc_now_iso
@@ -606,10 +607,14 @@ class LLMEngine(ReasoningEngine):
             notes.append(DEGRADED_NOTE)
         if request.stop_reason:
             notes.append(f"The research stopped because: {request.stop_reason}.")
+        selection = select_answer(request.query, request.sources)  # the same evidence selection as offline
+        leads = selection.sentences if selection.answered else selection.closest
+        answer_sentences = _bullet_lines(f"{escape_data(c.statement)} [{c.n}]" for c in leads)
         prompt = load_prompt("synthesize").render(
             query=request.query,
             max_findings=request.max_findings,
             notes=" ".join(notes) or "none",
+            answer_sentences=answer_sentences or "(none found)",
             sources=blocks or "(no sources were retrieved)",
             facts=facts,
         )
@@ -632,6 +637,8 @@ class LLMEngine(ReasoningEngine):
                 answer=text,
                 findings=findings[: request.max_findings],
                 gaps=list(dict.fromkeys(g.strip() for g in answer.gaps if g.strip())),
+                short_answer=(answer.short_answer or "").strip() or None,
+                answered=answer.answered,
             )
 
         outcome = await self._ask(prompt, SynthesizeAnswer, convert)

@@ -76,6 +76,8 @@ class SynthesizeAnswer(_Answer):
     findings: list[FindingAnswer] = Field(default_factory=list)
     gaps: list[str] = Field(default_factory=list)
     citations: list[CitationRef] = Field(default_factory=list)
+    short_answer: str | None = None  # the span that answers (a name, a date, "yes"/"no", an API call)
+    answered: bool = True  # false when the sources do not answer the question
 
 
 class SupportAnswer(_Answer):

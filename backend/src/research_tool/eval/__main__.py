@@ -1,7 +1,8 @@
 """`python -m research_tool.eval` (`make eval`): every evaluation whose data is present.
 
-Reads ../shared/eval (or EVAL_DATA_DIR): SciFact retrieval (nDCG@10), then multi-hop evidence on
-HotpotQA and MuSiQue (simple and standard tiers) with citation precision, time and provider calls.
+Reads ../shared/eval (or EVAL_DATA_DIR): SciFact retrieval (nDCG@10), answer quality (SQuAD, HotpotQA and the
+how-to set over the demo corpus, each figure beside its target and the simple baseline), then multi-hop
+evidence on HotpotQA and MuSiQue (simple and standard tiers) with citation precision, time and provider calls.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from research_tool.eval import multihop, scifact
+from research_tool.eval import answers, multihop, scifact
 
 
 def main() -> int:
@@ -21,6 +22,7 @@ def main() -> int:
         status |= scifact.main([str(scifact_dir)])
     else:
         print(f"skipped SciFact: no data in {scifact_dir}", file=sys.stderr)
+    status |= answers.main(["--eval-dir", str(eval_dir)])
     status |= multihop.main(["--eval-dir", str(eval_dir)])
     return status
 

@@ -143,6 +143,8 @@ def assemble_report(
         privacy_mode=state.get("privacy_mode", "cloud_allowed"),
         status="completed",
         stop_reason=state.get("stop_reason"),
+        short_answer=draft.short_answer,
+        answered=draft.answered,
         answer=draft.answer,
         findings=build_findings(draft, facts),
         citations=citations,

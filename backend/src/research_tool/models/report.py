@@ -71,6 +71,8 @@ class Report(Strict):
     privacy_mode: str
     status: str
     stop_reason: str | None
+    short_answer: str | None = None  # the span that answers (a name, a date, "yes"/"no", the API call), or null
+    answered: bool = True  # false: the sources found do not answer the question (the answer says so)
     answer: str
     findings: list[Finding]
     citations: list[Citation]

@@ -27,6 +27,9 @@ def _union(a: list[Any], b: list[Any]) -> list[Any]:
     return out
 
 
+TEXT_FIELDS = ("full_content", "content_key", "content_length")
+
+
 def merge_sources(left: dict[str, JSONDict] | None, right: dict[str, JSONDict] | None) -> dict[str, JSONDict]:
     """Sources by canonical URL: keep the first sighting, union who found it, keep fetched text once we have it."""
     merged = dict(left or {})
@@ -39,7 +42,11 @@ def merge_sources(left: dict[str, JSONDict] | None, right: dict[str, JSONDict] |
         for key, value in new.items():
             if combined.get(key) in (None, "", []) and value not in (None, "", []):
                 combined[key] = value
-        combined["full_content"] = new.get("full_content") or old.get("full_content")
+        # Page text, or its key in the content store (graph/nodes/page_text.py): the newer text once we have one.
+        text_from = new if new.get("full_content") or new.get("content_key") else old
+        for key in TEXT_FIELDS:
+            if key in text_from or key in combined:
+                combined[key] = text_from.get(key)
         combined["found_by"] = _union(old.get("found_by", []), new.get("found_by", []))
         combined["first_iteration"] = min(old.get("first_iteration", 0), new.get("first_iteration", 0))
         combined["best_rank"] = min(old.get("best_rank") or 10**6, new.get("best_rank") or 10**6)
@@ -116,7 +123,9 @@ class ResearchState(TypedDict, total=False):
     # Accumulated, keyed (see the module docstring).
     queries_run: Annotated[dict[str, JSONDict], merge_dicts]  # normalized query -> {query, intent, iteration}
     provider_calls: Annotated[dict[str, JSONDict], merge_dicts]  # "iter|provider|query" -> {ok, results, ...}
-    sources: Annotated[dict[str, JSONDict], merge_sources]  # canonical URL -> SourceResult + bookkeeping
+    # canonical URL -> SourceResult + bookkeeping; `full_content` is None and the page text is in the content
+    # store under (URL, `content_key`), `content_length` characters long (graph/nodes/page_text.py).
+    sources: Annotated[dict[str, JSONDict], merge_sources]
     processed: Annotated[dict[str, int], merge_dicts]  # canonical URL -> iteration it was extracted in
     entities: Annotated[dict[str, JSONDict], merge_entities]
     facts: Annotated[dict[str, JSONDict], merge_facts]

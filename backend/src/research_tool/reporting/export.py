@@ -111,8 +111,20 @@ def _finding_label(finding: Finding) -> str:
     return ", ".join(parts)
 
 
+def _short_answer_line(report: Report) -> tuple[str, str]:
+    """(label, text) of the line under the title: the short answer, or that the sources do not answer."""
+    if not report.answered:
+        return "Not answered", "the sources found do not answer this question."
+    if report.short_answer:
+        return "Short answer", report.short_answer
+    return "", ""
+
+
 def render_markdown(report: Report) -> str:
     lines: list[str] = [f"# {_md_inline(report.query)}", ""]
+    label, short = _short_answer_line(report)
+    if label:
+        lines += [f"**{label}:** {_md_inline(short)}", ""]
     if report.refined_query and _one_line(report.refined_query) != _one_line(report.query):
         lines += [f"*Researched as:* {_md_inline(report.refined_query)}", ""]
     facts = [
@@ -305,6 +317,9 @@ def render_html(report: Report) -> str:
         "<body>",
         f"<h1>{_esc(report.query)}</h1>",
     ]
+    label, short = _short_answer_line(report)
+    if label:
+        parts.append(f'<p class="short-answer"><strong>{_esc(label)}:</strong> {_esc(short)}</p>')
     if report.refined_query and _one_line(report.refined_query) != _one_line(report.query):
         parts.append(f'<p class="meta">Researched as: {_esc(report.refined_query)}</p>')
     meta_bits = [f"domain {report.domain}", f"tier {report.tier}", f"status {report.status}"]

@@ -1,7 +1,7 @@
 """Everything a process needs to run research, opened and closed in one place (CLI run, server lifespan).
 
-One process owns one data dir: one sessions/events database, one checkpoint saver, one HTTP client,
-one search gateway (so rate limits and circuit breakers are shared by all its sessions).
+One process owns one data dir: one sessions/events database, one checkpoint saver, one page-text store,
+one HTTP client, one search gateway (so rate limits and circuit breakers are shared by all its sessions).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import aiosqlite
 import httpx
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from research_tool.core.extras import require_llm_extra
 from research_tool.core.settings import Settings
@@ -28,7 +27,10 @@ from research_tool.providers.gateway import SearchGateway
 from research_tool.providers.http_client import create_http_client
 from research_tool.providers.memory import MemoryStore
 from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
+from research_tool.runtime.checkpoints import PrunableSqliteSaver, assert_prunable, open_checkpointer
+from research_tool.runtime.content_store import ContentStore
 from research_tool.runtime.event_log import EventLog
+from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.ownership import DataDirOwner
 from research_tool.runtime.runner import SessionRunner
 from research_tool.runtime.session_store import SessionStore
@@ -40,7 +42,9 @@ class ResearchServices:
     settings: Settings
     client: httpx.AsyncClient
     conn: aiosqlite.Connection
-    checkpointer: AsyncSqliteSaver
+    checkpointer: PrunableSqliteSaver
+    content: ContentStore
+    janitor: StorageJanitor
     gateway: SearchGateway
     crawler: Crawler
     memory: MemoryStore
@@ -58,21 +62,33 @@ class ResearchServices:
 
 @asynccontextmanager
 async def open_research_services(
-    settings: Settings, *, engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None = None
+    settings: Settings,
+    *,
+    engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None = None,
+    retention_sweeps: bool = False,
 ) -> AsyncIterator[ResearchServices]:
-    """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests)."""
+    """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests).
+    `retention_sweeps`: apply RESEARCH_RETENTION_DAYS now and every hour while open (the server)."""
     RATE_LIMITERS.max_in_flight = settings.provider_max_in_flight
     client = create_http_client(settings.provider_max_in_flight)
     owner = await DataDirOwner.acquire(settings.data_dir)  # readers can tell sessions of a dead process
     conn = await open_database(settings.db_path("sessions.db"))
+    content = await ContentStore.open(settings.db_path("content.db"))
     try:
-        async with AsyncSqliteSaver.from_conn_string(str(settings.db_path("checkpoints.db"))) as checkpointer:
-            await checkpointer.setup()
+        async with open_checkpointer(settings.db_path("checkpoints.db")) as checkpointer:
             gateway = SearchGateway()
             crawler = Crawler(settings, client)
             memory = MemoryStore.from_settings(settings)
             store = SessionStore(conn)
             events = EventLog(conn)
+            janitor = StorageJanitor(
+                conn=conn,
+                store=store,
+                events=events,
+                checkpointer=checkpointer,
+                content=content,
+                exports_dir=settings.data_dir / "exports",
+            )
 
             def make_context(record: SessionRecord, engine: ReasoningEngine, stop: asyncio.Event) -> ResearchContext:
                 return ResearchContext(
@@ -86,6 +102,7 @@ async def open_research_services(
                     stop_event=stop,
                     memory=memory,
                     corpus_dirs=corpus_dirs_for(record.request, settings),
+                    page_texts=content,
                 )
 
             def make_engine(request: ResearchRequest) -> ReasoningEngine:
@@ -95,17 +112,21 @@ async def open_research_services(
                 store=store,
                 events=events,
                 checkpointer=checkpointer,
+                janitor=janitor,
                 context_factory=make_context,
                 engine_factory=engine_factory or make_engine,
                 max_concurrent=settings.max_concurrent_sessions,
                 max_queued=settings.max_queued_sessions,
                 clarify_timeout_s=settings.clarify_timeout_s,
             )
+            assert_prunable(runner.graph.channels)
             services = ResearchServices(
                 settings=settings,
                 client=client,
                 conn=conn,
                 checkpointer=checkpointer,
+                content=content,
+                janitor=janitor,
                 gateway=gateway,
                 crawler=crawler,
                 memory=memory,
@@ -113,12 +134,21 @@ async def open_research_services(
                 events=events,
                 runner=runner,
             )
+            sweeper = (
+                asyncio.create_task(janitor.sweep_forever(settings.retention_days), name="retention")
+                if retention_sweeps and settings.retention_days is not None
+                else None
+            )
             try:
                 yield services
             finally:
+                if sweeper is not None:
+                    sweeper.cancel()
+                    await asyncio.gather(sweeper, return_exceptions=True)
                 await runner.cancel_all()
                 await crawler.aclose()
     finally:
+        await content.aclose()
         await conn.close()
         await client.aclose()
         owner.release()

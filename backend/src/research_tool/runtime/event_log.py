@@ -56,7 +56,10 @@ class EventLog:
                 "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (session_id, seq, event.ts, type, phase, message, json.dumps(event.data, default=str)),
             )  # autocommit (storage.open_database): durable once executed
-            self._next_seq[session_id] = seq + 1
+            if event.is_final:
+                self._next_seq.pop(session_id, None)  # nothing more is expected: read MAX(seq) if something comes
+            else:
+                self._next_seq[session_id] = seq + 1
         for queue in list(self._subscribers.get(session_id, ())):
             queue.put_nowait(event)
         return event

@@ -28,6 +28,7 @@ from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
 from research_tool.runtime.admission import Admission
 from research_tool.runtime.event_log import EventLog
+from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.session_store import SessionStore
 
 log = get_logger(__name__)
@@ -85,6 +86,7 @@ class SessionRunner:
         store: SessionStore,
         events: EventLog,
         checkpointer: Any,
+        janitor: StorageJanitor,
         context_factory: ContextFactory,
         engine_factory: EngineFactory,
         max_concurrent: int,
@@ -94,6 +96,7 @@ class SessionRunner:
         self.store = store
         self.events = events
         self.checkpointer = checkpointer
+        self.janitor = janitor
         self.graph = compile_graph(checkpointer)
         self._context_factory = context_factory
         self._engine_factory = engine_factory
@@ -181,8 +184,7 @@ class SessionRunner:
             live.task.cancel()
             await asyncio.gather(live.task, return_exceptions=True)
         await self.store.delete(session_id)
-        await self.events.delete(session_id)
-        await self.checkpointer.adelete_thread(session_id)
+        await self.janitor.forget(session_id)  # events, checkpoints, page texts, exports
 
     async def cancel_all(self) -> None:
         """Shutdown: cancel running tasks; their sessions become `interrupted` and stay resumable."""
@@ -333,6 +335,7 @@ class SessionRunner:
             },
         )
         log.info("session_completed", session_id=session_id, stop_reason=stop_reason, findings=findings)
+        await self.janitor.session_finished(session_id)
 
     async def _mark_interrupted(self, session_id: str) -> None:
         """The session's task was cancelled (Ctrl-C, shutdown): say so in its row; it resumes from its checkpoint."""
@@ -347,6 +350,7 @@ class SessionRunner:
         await self.store.update(session_id, status="failed", error=message)
         await self.events.append(session_id, "session_failed", None, f"Research failed: {message}", {"error": message})
         log.error("session_failed", session_id=session_id, error=message)
+        await self.janitor.session_finished(session_id)
 
     async def report(self, session_id: str) -> dict[str, Any]:
         record = await self.store.get(session_id)

@@ -3,6 +3,7 @@
 One process owns the sessions database (DESIGN: one worker), so `SessionStore` keeps a write-through cache
 of the records it has read or written: `get` (every `GET /status`) answers from memory instead of queueing
 behind event appends and progress updates on the one shared connection. `list` and `active` read SQLite.
+Only unfinished sessions are cached, so a server's memory does not grow with the sessions it has finished.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ def _updated(record: SessionRecord, encoded: dict[str, Any]) -> SessionRecord:
 class SessionStore:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
-        self._cache: dict[str, SessionRecord] = {}
-        # Writes per session id (kept after a delete): a read that raced a write does not fill the cache.
-        self._writes: dict[str, int] = {}
+        self._cache: dict[str, SessionRecord] = {}  # unfinished sessions only
+        # Writes so far (any session): a read that raced a write does not fill the cache.
+        self._generation = 0
 
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
         now = utc_now_iso()
@@ -80,13 +81,13 @@ class SessionStore:
         cached = self._cache.get(session_id)
         if cached is not None:
             return cached.model_copy(deep=True)
-        writes_before = self._writes.get(session_id, 0)
+        generation_before = self._generation
         async with self._conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)) as cur:
             row = await cur.fetchone()
         if row is None:
             raise SessionNotFoundError(f"unknown session id: {session_id}")
         record = _record(row)
-        if self._writes.get(session_id, 0) == writes_before:
+        if self._generation == generation_before and not record.finished:
             self._cache[session_id] = record.model_copy(deep=True)
         return record
 
@@ -137,13 +138,17 @@ class SessionStore:
         encoded = {k: json.dumps(v) if k in JSON_COLUMNS and v is not None else v for k, v in fields.items()}
         encoded["updated_at"] = utc_now_iso()
         assignments = ", ".join(f"{k} = ?" for k in encoded)
-        self._writes[session_id] = self._writes.get(session_id, 0) + 1
+        self._generation += 1
         # The cache takes the write when it is issued, as the shared connection did (a read queued behind an
         # UPDATE sees it): a check-then-update by one caller is not interleaved with another's read.
         cached = self._cache.get(session_id)
         if cached is not None:
             try:
-                self._cache[session_id] = _updated(cached, encoded)
+                updated = _updated(cached, encoded)
+                if updated.finished:
+                    del self._cache[session_id]  # finished: read from SQLite from now on
+                else:
+                    self._cache[session_id] = updated
             except ValidationError:
                 self._cache.pop(session_id, None)  # a value a read would reject: let the next read say so
         try:
@@ -154,7 +159,7 @@ class SessionStore:
             raise
 
     async def delete(self, session_id: str) -> None:
-        self._writes[session_id] = self._writes.get(session_id, 0) + 1
+        self._generation += 1
         self._cache.pop(session_id, None)
         await self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         await self._conn.commit()

@@ -1,10 +1,17 @@
-"""The SQLite file that holds sessions and events (checkpoints live in their own file beside it)."""
+"""The SQLite files of a data dir: sessions and events (`sessions.db`), page text (`content.db`, see
+content_store.py), checkpoints (`checkpoints.db`, see checkpoints.py). Every one is created with
+`auto_vacuum=INCREMENTAL`, so the pages that deleting sessions frees can be given back to the file system
+(`reclaim_space`) without rewriting the whole file."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import aiosqlite
+
+from research_tool.core.logging import get_logger
+
+log = get_logger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -35,17 +42,64 @@ CREATE TABLE IF NOT EXISTS events (
 ) WITHOUT ROWID;
 """
 
+AUTO_VACUUM_INCREMENTAL = 2
+# The WAL file is cut back to this size after a checkpoint that empties it (it otherwise keeps its peak size).
+WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
 
-async def open_database(path: Path) -> aiosqlite.Connection:
+
+async def open_sqlite(path: Path) -> aiosqlite.Connection:
+    """A connection in WAL mode; a new file gets auto_vacuum=INCREMENTAL (it must precede the first table)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Autocommit: each statement is its own transaction, so an event append or a status update is one trip to
-    # the connection's thread instead of two (statement, then COMMIT); at a thousand sessions those trips
-    # were the largest share of the event loop's time spent on SQLite.
-    conn = await aiosqlite.connect(path, isolation_level=None)
-    conn.row_factory = aiosqlite.Row
+    conn = await aiosqlite.connect(path)
+    await configure_connection(conn)
+    return conn
+
+
+async def configure_connection(conn: aiosqlite.Connection) -> None:
+    await conn.execute("PRAGMA auto_vacuum=INCREMENTAL")  # no effect on a file that already has tables
     await conn.execute("PRAGMA journal_mode=WAL")
     await conn.execute("PRAGMA synchronous=NORMAL")
     await conn.execute("PRAGMA busy_timeout=5000")
+    await conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT_BYTES}")
+
+
+async def open_database(path: Path) -> aiosqlite.Connection:
+    conn = await open_sqlite(path)
+    # Autocommit: each statement is its own transaction, so an event append or a status update is one trip to
+    # the connection's thread instead of two (statement, then COMMIT); at a thousand sessions those trips
+    # were the largest share of the event loop's time spent on SQLite.
+    conn.isolation_level = None
+    conn.row_factory = aiosqlite.Row
     await conn.executescript(SCHEMA)
     await conn.commit()
     return conn
+
+
+async def _pragma_int(conn: aiosqlite.Connection, name: str) -> int:
+    async with conn.execute(f"PRAGMA {name}") as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def reclaim_space(conn: aiosqlite.Connection, *, convert: bool = False) -> int:
+    """Give the file's free pages back to the file system; returns the bytes the file shrank by.
+
+    A file made with auto_vacuum=INCREMENTAL does it page by page (`PRAGMA incremental_vacuum`). A file made
+    before that (auto_vacuum=NONE) can only shrink by a full VACUUM, which rewrites it: that happens only
+    when `convert` is set (`research-tool gc`), and it switches the file to INCREMENTAL for good.
+    """
+    page_size = await _pragma_int(conn, "page_size")
+    before = await _pragma_int(conn, "page_count")
+    mode = await _pragma_int(conn, "auto_vacuum")
+    if mode == AUTO_VACUUM_INCREMENTAL:
+        # Through executescript: it steps the pragma to the end (execute() stops after the first page).
+        await conn.executescript("PRAGMA incremental_vacuum;")
+    elif convert:
+        await conn.commit()
+        await conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        await conn.execute("VACUUM")
+        log.info("sqlite_vacuumed", pages_before=before)
+    await conn.commit()
+    await (await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")).close()
+    after = await _pragma_int(conn, "page_count")
+    return max(0, before - after) * page_size

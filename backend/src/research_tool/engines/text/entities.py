@@ -178,7 +178,7 @@ def _find_mentions(text: str) -> tuple[Mention, ...]:
 
 
 def _split_conjoined(start: int, raw: str) -> list[tuple[int, str]]:
-    """ "Christopher Nolan and Sathish Kalathil" is two names; "Kiss and Tell" (one word each side) is one."""
+    """ "<First> <Last> and <First> <Last>" is two names; "<Word> and <Word>" (one word each side) is one title."""
     pieces = re.split(r"(\s+(?:and|&)\s+)", raw)
     if len(pieces) == 1:
         return [(start, raw)]
@@ -275,7 +275,7 @@ def _resolve_overlaps(mentions: list[Mention]) -> list[Mention]:
 
 
 def clean_title(title: str) -> str:
-    """A document title without its disambiguation suffix: "Kiss and Tell (1945 film)" -> "Kiss and Tell"."""
+    """A document title without its disambiguation suffix: "<Title> (1945 film)" -> "<Title>"."""
     return re.sub(r"\s*\([^)]*\)\s*$", "", title).strip() or title.strip()
 
 

@@ -3,7 +3,7 @@
 A fact is one sentence of the source, quoted exactly (`Evidence.quote` is the source's span) and
 cleaned for display (`Fact.statement`: whitespace collapsed, footnote markers and doc gutters gone).
 Relevance is the weighted share of the question's topic words the sentence covers, with the
-document's title standing in for an implicit subject ("She served as ..." on Shirley Temple's page),
+document's title standing in for an implicit subject (a "She served as ..." sentence on a person's page),
 and with the query that found the source as a second reference (a trail query names the bridge entity).
 Only the most relevant sentences of a long document are kept.
 """
@@ -26,6 +26,7 @@ MAX_SENTENCE_WORDS = 90
 MIN_SENTENCE_WORDS = 5
 LIST_MIN_COMMAS = 5
 LIST_COMMA_RATIO = 0.25
+LONG_LEAD_IN_WORDS = 10  # a sentence ending in ":" that is at least this long still states something
 
 _FOOTNOTE_RE = re.compile(r"\[(?:\d+|citation needed|note \d+|[a-z])\]")
 _GUTTER_RE = re.compile(r"\n[ \t]*\|[ \t]*")
@@ -96,8 +97,10 @@ def is_declarative(text: str) -> bool:
     tokens = words(statement)
     if not (MIN_SENTENCE_WORDS <= len(tokens) <= MAX_SENTENCE_WORDS):
         return False
-    if statement.endswith(("?", ":")) or _BOILERPLATE_RE.search(statement):
+    if statement.endswith("?") or _BOILERPLATE_RE.search(statement):
         return False
+    if statement.endswith(":") and len(tokens) < LONG_LEAD_IN_WORDS:
+        return False  # a short lead-in to a list ("Parameters:"); a long one states something itself
     if re.match(r"^[\w.]+\(.*\)$", statement) or re.match(r"^[\w.]+\s*=", statement):
         return False  # a code signature or an assignment, not prose
     symbols = sum(c in "(){}[]=*<>|\\/_`" for c in statement)
@@ -110,9 +113,19 @@ def is_declarative(text: str) -> bool:
     if lowercase_words < 3:
         return False  # a title or a list of names
     commas = statement.count(",")
-    if commas >= LIST_MIN_COMMAS and commas > LIST_COMMA_RATIO * len(tokens):
+    if commas >= LIST_MIN_COMMAS and commas > LIST_COMMA_RATIO * len(tokens) and _bare_enumeration(statement):
         return False  # an enumeration ("Functions in x: a, b, c, ..."), not a statement
     return statement[-1] in ".!\"”')" or len(tokens) >= 8
+
+
+def _bare_enumeration(statement: str) -> bool:
+    """A list with no clause of its own: a label before a colon, or items with hardly a verb between them
+    ("a, b, c, d and e"). A sentence that lists several names but also says something about them
+    ("X, Y, Z, W and V founded the company in 1901, ...") is a statement."""
+    if re.match(r"^[^,]{1,60}:\s", statement):
+        return True
+    items = [part.strip() for part in statement.split(",")]
+    return sum(1 for item in items if len(words(item)) >= 4) < 2
 
 
 def extraction_quality(statement: str) -> float:
@@ -156,7 +169,7 @@ def score_sentences(question: str, source: SourceResult) -> list[ScoredSentence]
     profile = QuestionProfile.of(question)
     query_profile = QuestionProfile.of(source.query) if source.query else None
     title_stems = stem_set(clean_title(source.title))
-    # a document whose title the question names ("Pterocarya", "Scott Howell") is about the question
+    # a document whose title the question names (every word of the title is a question word) is about it
     about_question = 0.2 if title_stems and title_stems <= frozenset(profile.weights) else 0.0
     scored: list[ScoredSentence] = []
     title = clean_statement(source.title).rstrip(".").casefold()

@@ -1,10 +1,10 @@
 """Relevance through links: a document that a relevant fact names is relevant too (the next hop).
 
-"A number of movies, such as Maximum Overdrive (1986), have been shot in Leland" makes the document
-titled "Maximum Overdrive" part of the answer's chain even though it shares few words with the
-question. Each linked document's best fact rises to LEAD_SHARE of the linking fact's relevance and
-its other facts to REST_SHARE. The update only ever raises values to a bound set by the linking
-facts, so applying it again after the next cycle changes nothing that did not change.
+A relevant fact that names another document's title (a work, a person, a place) makes that document
+part of the answer's chain even though it shares few words with the question. Each linked document's
+best fact rises to LEAD_SHARE of the linking fact's relevance and its other facts to REST_SHARE. The
+update only ever raises values to a bound set by the linking facts, so applying it again after the next
+cycle changes nothing that did not change.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 "Who directed ..." needs a person; "when" a date; "where" a place; "how many" a number; "which X"
 an X; "is/are ..." a yes/no verdict about each named thing; "why" a reason; "how" a method. A
-relative clause ("the woman who portrayed Corliss Archer") is a bridge slot: an entity that must be
+relative clause ("the <noun> who <verb> <X>") is a bridge slot: an entity that must be
 found before the main slot can be (multi-hop). A slot is filled when a relevant fact carries what it
 needs; reflection aims the next queries at the empty ones.
 """

@@ -1,10 +1,14 @@
-"""Extractive synthesis: an answer paragraph and key findings made of the sources' own sentences.
+"""Extractive synthesis: an answer that leads with the answer, and key findings, in the sources' own words.
 
-The answer is 2-5 facts, the most relevant verified ones first, chained so that a fact naming
-something the previous facts introduced (the trail's next hop) comes next. Each sentence carries
-the [n] of every numbered source that states it. Findings are one fact each (their statement is the
-fact's statement, so the report can look the fact up). Gaps name the unfilled slots, claims that rest
-on one source, disagreements, and why research stopped; a degraded run is said in the answer itself.
+The answer comes from `answering.select_answer`: the source sentence that best answers the question
+(its expected answer type, its aspects, a second hop, a pronoun's antecedent), then one sentence per
+remaining aspect or the sentence it leans on, at most four sentences; a yes/no question opens with its
+verdict. Each sentence carries the [n] of its source and of every other source that states it word for
+word. When no sentence answers, the answer says plainly that the sources found do not answer the
+question and quotes the closest statements, and `answered` is false; `short_answer` is the span that
+answers. Findings are one fact each (their statement is the fact's statement, so the report can look the
+fact up). Gaps name the unfilled slots, claims that rest on one source, disagreements, and why research
+stopped; a degraded run is said in the answer itself.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from research_tool.engines.base import FindingDraft, SynthesisDraft, SynthesisInput
+from research_tool.engines.text.answering import Candidate, select_answer
 from research_tool.engines.text.entities import find_mentions
+from research_tool.engines.text.facts import clean_statement
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.slots import evaluate_slots
 from research_tool.engines.text.tokens import stem_set
@@ -31,6 +37,9 @@ ANSWER_MIN_RELEVANCE = 0.2
 LINK_BONUS = 0.5  # a fact about something an earlier answer sentence introduced: the next hop
 ANSWER_REDUNDANT = 0.5  # an answer sentence this close (Jaccard of stems) to an earlier one adds nothing
 COVERAGE_WEIGHT = 0.6  # bonus for answer sentences that bring question terms no earlier sentence covered
+
+NOT_ANSWERED = "_The sources found do not answer this question. The closest statements they make:_"
+NO_STATEMENT = "_The sources found do not answer this question: no retrieved source made a statement that bears on it._"
 
 STOP_EXPLANATIONS: dict[str, str] = {
     "user_requested": "research was stopped at the user's request, so this report uses what was collected so far",
@@ -53,16 +62,53 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
         key=lambda f: _rank(f),
     )
     notes = _notes(request)
-    if not ranked:
-        answer = "_No retrieved source contained a statement that bears on this question._"
-        return SynthesisDraft(answer=" ".join([answer, *notes]), findings=[], gaps=_gaps(request, []))
-    answer_facts = _answer_facts(request.query, ranked, _source_prior(numbers))
-    sentences = [_cited_sentence(f, numbers) for f in answer_facts]
-    answer = " ".join(sentences)
+    selection = select_answer(request.query, request.sources)
+    by_id = {f.id: f for f in ranked}
+    if selection.answered and selection.sentences:
+        lines = [f"{selection.verdict}."] if selection.verdict else []
+        lines += [_cited_candidate(c, by_id, numbers) for c in selection.sentences]
+        # one sentence a line (one markdown paragraph): the citation check judges each sentence on its own
+        # even when a quoted sentence opens with code or lower case, where a sentence splitter would not cut
+        answer = "\n".join(lines)
+        lead_facts = [by_id[i] for i in (Fact.make_id(c.statement) for c in selection.sentences) if i in by_id]
+    elif selection.closest or ranked:
+        closest = [_cited_candidate(c, by_id, numbers) for c in selection.closest] or [
+            _cited_sentence(f, numbers) for f in ranked[:MIN_ANSWER_SENTENCES]
+        ]
+        answer = "\n".join([NOT_ANSWERED, *closest])
+        lead_facts = []
+    else:
+        answer = NO_STATEMENT
+        lead_facts = []
     if notes:
         answer = answer + "\n\n" + " ".join(notes)
+    answer_facts = lead_facts or _answer_facts(request.query, ranked, _source_prior(numbers)) if ranked else []
     findings = _findings(answer_facts, ranked, numbers, request.max_findings)
-    return SynthesisDraft(answer=answer, findings=findings, gaps=_gaps(request, ranked))
+    return SynthesisDraft(
+        answer=answer,
+        findings=findings,
+        gaps=_gaps(request, ranked),
+        short_answer=selection.short_answer if selection.answered else None,
+        answered=selection.answered,
+    )
+
+
+def _cited_candidate(candidate: Candidate, facts: dict[str, Fact], numbers: dict[str, int]) -> str:
+    """A source sentence with the [n] of its own source and of every other source that states it word for word."""
+    fact = facts.get(Fact.make_id(candidate.statement))
+    cited = {candidate.n}
+    if fact is not None:
+        key = normalize_key(candidate.statement)
+        cited |= {
+            numbers[e.source_url]
+            for e in fact.evidence
+            if e.source_url in numbers and normalize_key(clean_statement(e.quote)) == key
+        }
+    markers = "".join(f"[{n}]" for n in sorted(cited))
+    statement = candidate.statement.rstrip()
+    if statement and statement[-1] in ".!":
+        return f"{statement[:-1]} {markers}{statement[-1]}"
+    return f"{statement} {markers}."
 
 
 def _rank(fact: Fact) -> float:

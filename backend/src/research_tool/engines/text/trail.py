@@ -1,8 +1,8 @@
 """Reflection for the offline engine: slot-aware gaps and "follow the trail" queries, loop-safe.
 
 After a cycle, the names that the most relevant facts mention but the question does not (the
-"woman who portrayed Corliss Archer" turns out to be Shirley Temple) become the next queries,
-combined with the question words those facts did not cover ("government position"). Names whose
+person a relative clause of the question describes, once a fact names them) become the next queries,
+combined with the question words those facts did not cover. Names whose
 type fits an unfilled slot go first. Then queries aimed at the still empty slots, broader or
 synonym reformulations of queries that found little, and coverage queries for question phrases no
 fact mentions yet. A query whose signature (stem set) was already run is never proposed again, an
@@ -162,7 +162,7 @@ def trail_candidates(
                 continue
             bonus = 1.5 if mention.entity_type in wanted_types else 1.0
             bonus *= 1.2 if len(mention.text.split()) >= 2 else 1.0
-            # a parenthesis right after the name that matches the question ("Maximum Overdrive" (1986))
+            # words right after the name that the question shares (a year or a qualifier in parentheses)
             attached = stem_set(fact.statement[mention.end : mention.end + 12]) & question_stems
             bonus *= 1.0 + 0.25 * len(attached)
             score = fact.relevance * bonus * _specificity(key, texts)

@@ -206,7 +206,7 @@ def check_citations(
         statement = _rewrite_markers(finding.statement, set(kept))
         findings.append(FindingDraft(statement=statement, citations=sorted(kept)))
     result = CitationCheck(
-        draft=SynthesisDraft(answer=answer, findings=findings, gaps=list(draft.gaps)),
+        draft=draft.model_copy(update={"answer": answer, "findings": findings, "gaps": list(draft.gaps)}),
         removed_unresolvable=counts["unresolvable"],
         removed_unsupported=counts["unsupported"],
         sentences_dropped=counts["dropped"],

@@ -4,7 +4,8 @@ Retrieval already said how well each source matches each query; the queries say 
 the question. A source's score fuses its ranks over every query that found it (reciprocal-rank fusion,
 each query weighted by how much of the question it covers), plus a small bonus for relevant, verified
 facts. Then one step of link propagation follows the trail: a source whose title is named in the text of
-one of the best sources (the bridge entity of a multi-hop question) inherits part of that source's score.
+one of the best sources (the bridge entity of a multi-hop question) inherits part of that source's score;
+chunks that share a title (paragraphs of one document) pass nothing to each other.
 Only sources with at least one extracted fact are eligible: a source without facts cannot be cited.
 """
 
@@ -41,13 +42,15 @@ def propagate_links(score: dict[str, float], sources: Mapping[str, Mapping[str, 
     """Sources named (by title) in the text of the best-scored sources inherit part of their score."""
     top = sorted(score, key=lambda u: -score[u])[:LINK_FROM_TOP]
     texts = {u: " ".join(str((sources.get(u) or {}).get("full_content") or "").casefold().split()) for u in top}
+    titles = {u: _title_key(str((sources.get(u) or {}).get("title") or "")) for u in score}
     linked = dict(score)
     for url in score:
-        title = _title_key(str((sources.get(url) or {}).get("title") or ""))
+        title = titles[url]
         if len(title) < MIN_TITLE_CHARS:
             continue
         for origin in top:
-            if origin != url and title in texts[origin]:
+            # chunks of one document share its title: naming it is no link to another page
+            if origin != url and titles[origin] != title and title in texts[origin]:
                 linked[url] += LINK_SHARE * score[origin]
     return linked
 

@@ -3,7 +3,8 @@
 - Near-duplicate facts (the same content words, or nearly) are merged into one fact whose evidence is
   the union of theirs; the surviving id is the representative's (most relevant, then earliest).
 - A fact is also supported by any other source that contains a sentence saying nearly the same thing
-  (found lexically); that sentence becomes an extra evidence quote.
+  (found lexically) about the same named things with the same numbers; that sentence becomes an extra
+  evidence quote. Two sentences from one template about two different subjects are two facts.
 - Independent support: different registered domains for web sources (two URLs of one site are one
   witness), different documents for local sources. `verified` = at least two independent witnesses and
   a confidence at or above the domain's threshold.
@@ -99,7 +100,9 @@ def cross_verify(facts: list[Fact], sources: dict[str, SourceResult], threshold:
     merged: list[Fact] = []
     for group in groups:
         evidence = _union_evidence(member.evidence for member in group.members)
-        evidence += sentence_index.support(group.stems, {e.source_url for e in evidence})
+        evidence += sentence_index.support(
+            group.stems, {e.source_url for e in evidence}, group.representative.statement
+        )
         rep = group.representative
         merged.append(
             rep.model_copy(
@@ -176,8 +179,14 @@ def _merge_duplicates(facts: list[Fact]) -> list[_Group]:
 
 
 def _same_claim(a: str, b: str) -> bool:
-    """Near-identical wording is one claim only if numbers and negation agree too."""
-    return _numbers(a) == _numbers(b) and has_negation(a) == has_negation(b)
+    """Near-identical wording is one claim only if its named things, numbers and negation agree too:
+    two sentences built from one template about two different teams or people are two facts."""
+    return _numbers(a) == _numbers(b) and has_negation(a) == has_negation(b) and _names(a) == _names(b)
+
+
+def _names(statement: str) -> frozenset[str]:
+    """The named things of a statement (not dates or quantities, which `_numbers` compares)."""
+    return frozenset(normalize_key(m.text) for m in find_mentions(statement) if m.entity_type not in ("date", "number"))
 
 
 def _union_evidence(evidence_lists: Iterable[list[Evidence]]) -> list[Evidence]:
@@ -207,7 +216,9 @@ class _SentenceIndex:
                 for key in stems:
                     self.by_stem[key].append(index)
 
-    def support(self, stems: frozenset[str], exclude_urls: set[str]) -> list[Evidence]:
+    def support(self, stems: frozenset[str], exclude_urls: set[str], statement: str | None = None) -> list[Evidence]:
+        """Sentences of other sources that say nearly the same thing; with `statement`, only those whose
+        named things and numbers agree with it."""
         if len(stems) < 3:
             return []
         counts: dict[int, int] = defaultdict(int)
@@ -222,7 +233,9 @@ class _SentenceIndex:
             url, quote, other = self.sentences[index]
             if url in exclude_urls or url in found:
                 continue
-            if similarity(stems, other) >= SUPPORT_SIMILARITY:
+            if similarity(stems, other) >= SUPPORT_SIMILARITY and (
+                statement is None or _same_claim(statement, clean_statement(quote))
+            ):
                 found[url] = Evidence(source_url=url, quote=quote)
         return [found[url] for url in sorted(found)]
 

@@ -11,6 +11,7 @@ from research_tool.engines.cpu_pool import run_cpu
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.verification import cross_verify
 from research_tool.graph.nodes.instrumentation import phase
+from research_tool.graph.nodes.page_text import hydrated
 from research_tool.graph.nodes.process import to_source
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import Fact
@@ -20,6 +21,7 @@ from research_tool.models.state import ResearchState
 @phase("analyze")
 async def analyze_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
     ctx = runtime.context
+    state = await hydrated(ctx, state)
     facts = [Fact.model_validate(f) for f in (state.get("facts") or {}).values()]
     sources = {url: to_source(s) for url, s in (state.get("sources") or {}).items()}
     threshold = DOMAINS[state["domain"]].verification_threshold

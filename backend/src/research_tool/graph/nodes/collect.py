@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.provider_choice import corpus_dirs_for
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase
+from research_tool.graph.nodes.page_text import store_page_text
 from research_tool.graph.nodes.process import to_source
 from research_tool.graph.session_limits import SessionLimits, resolve_limits
 from research_tool.models.entities import AccessFailure, normalize_key
@@ -204,7 +205,7 @@ async def collect_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
     }
     cycle_ok = any(o.ok for o in outcomes)
     return {
-        "sources": found,
+        "sources": await store_page_text(ctx, found),  # page text goes to the content store, not the state
         "queries_run": queries_run,
         "provider_calls": calls,
         "access_failures": {f.key(): f.model_dump(mode="json") for f in failures},

@@ -18,6 +18,7 @@ from research_tool.graph.decisions.saturation import (
 )
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
 from research_tool.graph.nodes.model_context import compact_for_model
+from research_tool.graph.nodes.page_text import hydrated
 from research_tool.graph.nodes.plan import fresh_queries
 from research_tool.graph.nodes.process import to_source
 from research_tool.graph.session_limits import SessionLimits, resolve_limits
@@ -73,6 +74,7 @@ def _failed_queries(state: ResearchState) -> list[str]:
 @phase("evaluate")
 async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
     ctx = runtime.context
+    state = await hydrated(ctx, state)
     iteration = int(state["iteration"])
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
     facts = [Fact.model_validate(f) for f in current_facts(state.get("facts")).values()]

@@ -9,13 +9,15 @@ from langgraph.runtime import Runtime
 
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.nodes.instrumentation import phase, record_errors
+from research_tool.graph.nodes.page_text import with_page_text
 from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import SourceResult
 from research_tool.models.state import ResearchState
 
 EXTRACT_CONCURRENCY = 4
 READ_FACTOR = 3  # sources read per cycle: up to READ_FACTOR x the tier's max_sources, best ranked first
-BOOKKEEPING = ("found_by", "first_iteration", "best_rank")
+# State-only fields of a source entry (content_key/content_length: see graph/nodes/page_text.py).
+BOOKKEEPING = ("found_by", "first_iteration", "best_rank", "content_key", "content_length")
 
 
 def to_source(entry: dict[str, Any]) -> SourceResult:
@@ -34,7 +36,8 @@ async def process_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
     ctx = runtime.context
     iteration = int(state["iteration"])
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
-    batch = sources_to_read(state, READ_FACTOR * limits.max_sources)
+    unread = sources_to_read(state, READ_FACTOR * limits.max_sources)
+    batch = list((await with_page_text(ctx, {e["url"]: e for e in unread})).values())
     semaphore = asyncio.Semaphore(EXTRACT_CONCURRENCY)
     query = state["refined_query"]
 

@@ -3,23 +3,42 @@ retrieved source text; unresolvable or unsupported citations removed and counted
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from research_tool.engines.base import NumberedSource, SynthesisInput
+from research_tool.engines.base import NumberedSource, SynthesisDraft, SynthesisInput
 from research_tool.engines.cpu_pool import run_cpu
+from research_tool.engines.text.synthesis import NO_STATEMENT, NOT_ANSWERED
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.citations import check_citations
 from research_tool.graph.decisions.source_ranking import rank_sources
 from research_tool.graph.fallback_record import fallback_metadata
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
 from research_tool.graph.nodes.model_context import compact_for_model, drop_unsupported_claims
+from research_tool.graph.nodes.page_text import hydrated
 from research_tool.graph.nodes.process import to_source
 from research_tool.graph.report_assembly import assemble_report, build_citations, renumber
 from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import Fact
 from research_tool.models.state import ResearchState, current_facts
+
+_EDITORIAL = re.compile(r"^\s*_[^\n]*_[.!?]?\s*$")
+
+
+def never_empty(draft: SynthesisDraft) -> SynthesisDraft:
+    """When the citation check left the answer without one statement, say that the sources do not answer
+    the question and list what survived in the findings (the answer is never just a note)."""
+    lines = [line for line in draft.answer.split("\n") if line.strip()]
+    if any(not _EDITORIAL.match(line) for line in lines):
+        return draft
+    found = " ".join(f.statement for f in draft.findings[:2])
+    head = NOT_ANSWERED if found else NO_STATEMENT
+    answer = "\n".join([head, found] if found else [head])
+    notes = "\n".join(line for line in lines if line.strip() not in (NOT_ANSWERED, NO_STATEMENT))
+    answer = answer + ("\n\n" + notes if notes else "")
+    return draft.model_copy(update={"answer": answer, "answered": False, "short_answer": None})
 
 
 def fact_rank(fact: Fact) -> tuple[float, ...]:
@@ -29,6 +48,7 @@ def fact_rank(fact: Fact) -> tuple[float, ...]:
 @phase("synthesize")
 async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
     ctx = runtime.context
+    state = await hydrated(ctx, state)
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
     all_sources = state.get("sources") or {}
     facts = {fid: Fact.model_validate(f) for fid, f in current_facts(state.get("facts")).items()}
@@ -62,7 +82,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
     )
     checked = await run_cpu(check_citations, step.value, full_text)  # CPU-bound: off the loop and its GIL
     semantic_draft, semantic_removed, semantic_tokens = await drop_unsupported_claims(ctx, checked.draft, full_text)
-    draft, order = renumber(semantic_draft)
+    draft, order = renumber(never_empty(semantic_draft))
     citations = build_citations(order, full_text, all_sources)
     removed = checked.removed_unresolvable + checked.removed_unsupported + semantic_removed
     step_tokens = {"synthesize:0": step.tokens, "citation_support:0": semantic_tokens}

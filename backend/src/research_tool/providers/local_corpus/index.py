@@ -1,14 +1,20 @@
 """A full-text index of local documents in SQLite FTS5 (porter stemming, title boost, incremental).
 
 Layout of the index file:
-- `files`: one row per indexed file (absolute path, size, mtime, content hash). A file whose size
-  and mtime are unchanged is not opened again; one whose bytes hash the same is not parsed again.
-- `docs`: one row per document (file, id inside the file, url, content hash); its rowid is the
-  rowid of the document's row in `docs_fts` (title, body), so an edited jsonl line rewrites only
-  that document.
+- `collections`: one row per indexed folder (its root); each has its own FTS5 table
+  `docs_fts_<id>` (title, body), so BM25's statistics (document count, lengths, term frequencies
+  across documents) are those of that folder alone: a search over folder A ranks the same whether
+  or not an unrelated folder B is indexed in the same file.
+- `files`: one row per indexed file (absolute path, size, mtime, content hash, collection). A file
+  whose size and mtime are unchanged is not opened again; one whose bytes hash the same is not
+  parsed again. Indexing a subfolder of an indexed folder reuses that folder's collection.
+- `docs`: one row per document (file, id inside the file, url, content hash, collection); its rowid
+  is the rowid of the document's row in its collection's FTS table, so an edited jsonl line
+  rewrites only that document.
 
 Ranking is FTS5's bm25() with column weights (title counts `title_weight` times a body hit). FTS5
-fixes k1=1.2 and b=0.75; the weights and the query (stopwords, OR of terms) are what we tune.
+fixes k1=1.2 and b=0.75; the weights and the query (stopwords, OR of terms) are what we tune. A
+search over several collections merges their hits by score.
 Every SQLite call is blocking and runs in `asyncio.to_thread`; each call opens its own connection,
 and the file is in WAL mode, so concurrent readers never wait for each other or for the writer.
 """
@@ -40,7 +46,7 @@ from research_tool.providers.local_corpus.documents import (
 
 log = get_logger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_TITLE_WEIGHT = 3.0  # SciFact train nDCG@10: 1.0 0.700, 2.0 0.704, 3.0 0.707, 4.0 0.707, 6.0 0.705
 DEFAULT_BODY_WEIGHT = 1.0
 MAX_QUERY_TERMS = 64
@@ -130,6 +136,7 @@ class _FileRow:
     mtime_ns: int
     sha256: str
     doc_count: int
+    collection: int
 
 
 @dataclass
@@ -153,6 +160,11 @@ def _document_hash(document: CorpusDocument, url: str) -> str:
         digest.update(part.encode("utf-8", errors="replace"))
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def _fts_table(collection: int) -> str:
+    """The FTS5 table of one collection (an int id, so the name is never built from text)."""
+    return f"docs_fts_{int(collection)}"
 
 
 def _prefix_bounds(root: str) -> tuple[str, str]:
@@ -217,25 +229,38 @@ class CorpusIndex:
                 return
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
             with closing(self._open()) as conn:
-                conn.execute("PRAGMA journal_mode=WAL")
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version == SCHEMA_VERSION:
+                    # Already laid out (another CorpusIndex made it): no write, so concurrent sessions
+                    # opening the same file never contend for the write lock here.
+                    self._schema_ready.set()
+                    return
+                conn.execute("PRAGMA journal_mode=WAL")
                 if version not in (0, SCHEMA_VERSION):
                     # The index is a cache of the files: an old layout is rebuilt, never migrated.
                     log.info("local_index_rebuilt", db=str(self.db_path), old_version=version)
+                    tables = [
+                        row[0]
+                        for row in conn.execute(
+                            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'docs_fts%'"
+                        )
+                        if re.fullmatch(r"docs_fts(?:_\d+)?", row[0])
+                    ]
                     conn.executescript(
-                        "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS files;"
+                        "".join(f"DROP TABLE IF EXISTS {t};" for t in tables)
+                        + "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS collections;"
                     )
                 conn.executescript(
                     f"""
-                    BEGIN;
+                    BEGIN IMMEDIATE;
+                    CREATE TABLE IF NOT EXISTS collections (id INTEGER PRIMARY KEY, root TEXT NOT NULL UNIQUE);
                     CREATE TABLE IF NOT EXISTS files (
                         path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-                        sha256 TEXT NOT NULL, indexed_at REAL NOT NULL);
+                        sha256 TEXT NOT NULL, indexed_at REAL NOT NULL, collection INTEGER NOT NULL);
                     CREATE TABLE IF NOT EXISTS docs (
                         id INTEGER PRIMARY KEY, path TEXT NOT NULL, doc_key TEXT NOT NULL,
-                        url TEXT NOT NULL, doc_hash TEXT NOT NULL, UNIQUE (path, doc_key));
-                    CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-                        title, body, tokenize='porter unicode61');
+                        url TEXT NOT NULL, doc_hash TEXT NOT NULL, collection INTEGER NOT NULL,
+                        UNIQUE (path, doc_key));
                     PRAGMA user_version = {SCHEMA_VERSION};
                     COMMIT;
                     """
@@ -262,11 +287,12 @@ class CorpusIndex:
             pending = _PendingWrites()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                collection = self._collection_for(conn, str(root))
                 seen: set[str] = set()
                 for file_path, stat in _walk_supported(root):
                     key = str(file_path)
                     seen.add(key)
-                    self._index_file(conn, file_path, stat, known.get(key), stats, pending)
+                    self._index_file(conn, file_path, stat, known.get(key), stats, pending, collection)
                     if pending.files >= _COMMIT_EVERY_FILES or pending.docs >= _COMMIT_EVERY_DOCS:
                         conn.execute("COMMIT")
                         conn.execute("BEGIN IMMEDIATE")
@@ -280,17 +306,33 @@ class CorpusIndex:
                     conn.execute("ROLLBACK")
                 raise
             if pending.total_docs_written >= _OPTIMIZE_AFTER_DOCS:
-                conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
+                table = _fts_table(collection)
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
             stats.docs_total = self._count_docs(conn, [str(root)])
         stats.duration_s = round(time.perf_counter() - started, 4)
         log.info("local_index_updated", root=str(root), **stats.as_dict())
         return stats
 
+    @staticmethod
+    def _collection_for(conn: sqlite3.Connection, root: str) -> int:
+        """The collection a folder's new files join: the innermost indexed folder that holds it, else a new
+        one (with its own FTS table) rooted at the folder."""
+        holders = [
+            (len(path), cid)
+            for cid, path in conn.execute("SELECT id, root FROM collections")
+            if root == path or root.startswith(_prefix_bounds(path)[0])
+        ]
+        if holders:
+            return int(max(holders)[1])
+        cid = int(conn.execute("INSERT INTO collections (root) VALUES (?)", (root,)).lastrowid or 0)
+        conn.execute(f"CREATE VIRTUAL TABLE {_fts_table(cid)} USING fts5(title, body, tokenize='porter unicode61')")
+        return cid
+
     def _known_files(self, conn: sqlite3.Connection, root: Path) -> list[_FileRow]:
         low, high = _prefix_bounds(str(root))
         rows = conn.execute(
             """
-            SELECT f.path, f.size, f.mtime_ns, f.sha256, COUNT(d.id)
+            SELECT f.path, f.size, f.mtime_ns, f.sha256, COUNT(d.id), f.collection
             FROM files f LEFT JOIN docs d ON d.path = f.path
             WHERE f.path = ? OR (f.path >= ? AND f.path < ?)
             GROUP BY f.path
@@ -307,8 +349,11 @@ class CorpusIndex:
         known: _FileRow | None,
         stats: IndexStats,
         pending: _PendingWrites,
+        collection: int,
     ) -> None:
         key = str(path)
+        if known is not None:
+            collection = known.collection
         if known is not None and known.size == stat.st_size and known.mtime_ns == stat.st_mtime_ns:
             stats.files_unchanged += 1
             stats.docs_unchanged += known.doc_count
@@ -339,12 +384,12 @@ class CorpusIndex:
                 stats.files_removed += 1
             return
         stats.files_parsed += 1
-        written = self._replace_documents(conn, path, documents, stats)
+        written = self._replace_documents(conn, path, documents, stats, collection)
         conn.execute(
-            "INSERT INTO files (path, size, mtime_ns, sha256, indexed_at) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO files (path, size, mtime_ns, sha256, indexed_at, collection) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, "
             "sha256 = excluded.sha256, indexed_at = excluded.indexed_at",
-            (key, stat.st_size, stat.st_mtime_ns, sha, time.time()),
+            (key, stat.st_size, stat.st_mtime_ns, sha, time.time(), collection),
         )
         if known is None:
             stats.files_added += 1
@@ -355,10 +400,16 @@ class CorpusIndex:
         pending.total_docs_written += written
 
     def _replace_documents(
-        self, conn: sqlite3.Connection, path: Path, documents: Sequence[CorpusDocument], stats: IndexStats
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        documents: Sequence[CorpusDocument],
+        stats: IndexStats,
+        collection: int,
     ) -> int:
         """Write one file's documents, touching only those whose content changed. Returns rows written."""
         key = str(path)
+        table = _fts_table(collection)
         old = {
             doc_key: (row_id, doc_hash)
             for row_id, doc_key, doc_hash in conn.execute(
@@ -379,9 +430,9 @@ class CorpusIndex:
             if previous is not None:
                 row_id = previous[0]
                 conn.execute("UPDATE docs SET url = ?, doc_hash = ? WHERE id = ?", (url, doc_hash, row_id))
-                conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (row_id,))
+                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row_id,))
                 conn.execute(
-                    "INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
+                    f"INSERT INTO {table} (rowid, title, body) VALUES (?, ?, ?)",
                     (row_id, document.title, document.text),
                 )
                 stats.docs_updated += 1
@@ -395,11 +446,11 @@ class CorpusIndex:
         if inserts:
             start = conn.execute("SELECT COALESCE(MAX(id), 0) FROM docs").fetchone()[0] + 1
             conn.executemany(
-                "INSERT INTO docs (id, path, doc_key, url, doc_hash) VALUES (?, ?, ?, ?, ?)",
-                ((start + i, p, k, u, h) for i, (p, k, u, h, _, _) in enumerate(inserts)),
+                "INSERT INTO docs (id, path, doc_key, url, doc_hash, collection) VALUES (?, ?, ?, ?, ?, ?)",
+                ((start + i, p, k, u, h, collection) for i, (p, k, u, h, _, _) in enumerate(inserts)),
             )
             conn.executemany(
-                "INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
+                f"INSERT INTO {table} (rowid, title, body) VALUES (?, ?, ?)",
                 ((start + i, t, b) for i, (_, _, _, _, t, b) in enumerate(inserts)),
             )
             stats.docs_added += len(inserts)
@@ -408,9 +459,16 @@ class CorpusIndex:
 
     @staticmethod
     def _delete_rows(conn: sqlite3.Connection, row_ids: Iterable[int]) -> None:
-        ids = [(row_id,) for row_id in row_ids]
-        conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
-        conn.executemany("DELETE FROM docs WHERE id = ?", ids)
+        ids = list(row_ids)
+        by_collection: dict[int, list[tuple[int]]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row_id, cid in conn.execute(f"SELECT id, collection FROM docs WHERE id IN ({marks})", chunk):
+                by_collection.setdefault(int(cid), []).append((int(row_id),))
+        for cid, rows in by_collection.items():
+            conn.executemany(f"DELETE FROM {_fts_table(cid)} WHERE rowid = ?", rows)
+        conn.executemany("DELETE FROM docs WHERE id = ?", [(row_id,) for row_id in ids])
 
     def _delete_file(self, conn: sqlite3.Connection, path: str) -> int:
         row_ids = [row[0] for row in conn.execute("SELECT id FROM docs WHERE path = ?", (path,))]
@@ -439,30 +497,36 @@ class CorpusIndex:
             return []
         clause, params = self._roots_clause(root_strs)
         with closing(self._connect()) as conn:
-            ranked = conn.execute(
-                f"""
-                SELECT f.rowid, bm25(docs_fts, ?, ?) AS score
-                FROM docs_fts f JOIN docs d ON d.id = f.rowid
-                WHERE docs_fts MATCH ? AND {clause}
-                ORDER BY score LIMIT ?
-                """,
-                (self.title_weight, self.body_weight, match, *params, limit),
-            ).fetchall()
-            if not ranked:
-                return []
-            placeholders = ",".join("?" * len(ranked))
-            details = {
-                row[0]: row[1:]
+            ranked: list[tuple[int, float]] = []
+            details: dict[int, tuple[str, str, str, str, str, str]] = {}
+            for collection in self._collections(conn, root_strs):
+                table = _fts_table(collection)
+                rows = conn.execute(
+                    f"""
+                    SELECT f.rowid, bm25({table}, ?, ?) AS score
+                    FROM {table} f JOIN docs d ON d.id = f.rowid
+                    WHERE {table} MATCH ? AND {clause}
+                    ORDER BY score LIMIT ?
+                    """,
+                    (self.title_weight, self.body_weight, match, *params, limit),
+                ).fetchall()
+                if not rows:
+                    continue
+                ranked += rows
+                placeholders = ",".join("?" * len(rows))
                 for row in conn.execute(
                     f"""
                     SELECT f.rowid, d.path, d.doc_key, d.url, f.title, f.body,
-                           snippet(docs_fts, 1, '', '', ' … ', {SNIPPET_TOKENS})
-                    FROM docs_fts f JOIN docs d ON d.id = f.rowid
-                    WHERE docs_fts MATCH ? AND f.rowid IN ({placeholders})
+                           snippet({table}, 1, '', '', ' … ', {SNIPPET_TOKENS})
+                    FROM {table} f JOIN docs d ON d.id = f.rowid
+                    WHERE {table} MATCH ? AND f.rowid IN ({placeholders})
                     """,
-                    (match, *(row_id for row_id, _ in ranked)),
-                )
-            }
+                    (match, *(row_id for row_id, _ in rows)),
+                ):
+                    details[row[0]] = row[1:]
+            ranked = sorted(ranked, key=lambda r: (r[1], r[0]))[:limit]
+            if not ranked:
+                return []
         hits: list[CorpusHit] = []
         for rank, (row_id, score) in enumerate(ranked, start=1):
             path, doc_key, url, title, body, snippet = details[row_id]
@@ -481,6 +545,18 @@ class CorpusIndex:
                 )
             )
         return hits
+
+    @staticmethod
+    def _collections(conn: sqlite3.Connection, roots: Sequence[str] | None) -> list[int]:
+        """Collections that may hold documents under `roots`: those inside a root, or holding one."""
+        found = []
+        for cid, path in conn.execute("SELECT id, root FROM collections ORDER BY id"):
+            if roots is None or any(
+                path == r or path.startswith(_prefix_bounds(r)[0]) or r.startswith(_prefix_bounds(path)[0])
+                for r in roots
+            ):
+                found.append(int(cid))
+        return found
 
     @staticmethod
     def _roots_clause(roots: Sequence[str] | None) -> tuple[str, list[str]]:

@@ -1,0 +1,651 @@
+"""Answer-first selection: which source sentence answers the question, its short answer, and whether
+the sources answer the question at all.
+
+- The question is classified into an expected answer type (person, place, date, number, organization,
+  thing, yes/no, how-to, definition, reason) and its aspects (a how-to question joined by "and" asks
+  two things: each part is an aspect that needs its own sentence).
+- Every sentence of every citable source is a candidate, not only the extracted facts. A candidate is
+  scored by the question terms it covers (rarer terms weigh more; the document's title and, for a
+  sentence opening with a pronoun, the previous sentence's subject count as context), by carrying a
+  value of the expected type that the question does not already name, and by its source's rank; a
+  sentence that only restates the question scores low.
+- Chains (bridge questions): a sentence on a page that another good sentence names is scored with that
+  sentence's question terms too, so the second hop (the named page's answer) can lead, its link after it.
+- Yes/no comparisons ("Are X and Y both ...?", "... the same ...?") are decided from each named thing's
+  own sentences and the verdict leads.
+- How-to questions lead with the call signature of the API whose documentation best covers the question,
+  then one sentence per aspect, preferring sentences with code-like spans.
+- `answered` is false when the best candidate (with its title, antecedent and link) covers less than half
+  of the question's weighted terms (names weigh more): the sources talk about something else.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from research_tool.engines.base import NumberedSource
+from research_tool.engines.text.entities import clean_title, find_mentions
+from research_tool.engines.text.facts import clean_statement, is_declarative
+from research_tool.engines.text.instructions import is_instruction_like
+from research_tool.engines.text.keyphrases import query_words
+from research_tool.engines.text.sentences import split_sentences
+from research_tool.engines.text.slots import required_slots
+from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set, words
+from research_tool.models.entities import normalize_key
+
+AnswerType = Literal[
+    "person", "place", "date", "number", "organization", "thing", "yes_no", "howto", "definition", "reason"
+]
+
+MAX_SENTENCES_PER_SOURCE = 300
+MAX_TYPED_CANDIDATES = 40
+MIN_PREFIX = 5
+MAX_ANSWER_SENTENCES = 4
+MAX_ANSWER_WORDS = 75
+NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
+CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much
+TYPE_BONUS = 0.4  # the sentence carries a value of the expected type the question does not name
+CODE_BONUS = 0.25  # how-to: a code-like span
+SOURCE_PRIOR = 0.12  # [1] gets this much more than the last source
+RESTATES_PENALTY = 0.2  # fewer than two content words beyond the question's
+CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
+CHAIN_BONUS = 0.1  # the far end of a chain answers; the link only leads to it
+ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
+SHORT_ANSWER_WORDS = 8
+
+_PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
+_SIGNATURE_RE = re.compile(r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*\))[ \t]*$", re.MULTILINE)
+_CODE_SPAN_RE = re.compile(
+    r"`[^`\n]+`|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b\w+\(|\b[a-z_]+=|\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b"
+)
+_HOWTO_RE = re.compile(r"^\s*(?:how\s+(?:do|can|could|should|would)\s+(?:i|you|we|one)|how\s+to)\b", re.IGNORECASE)
+_ASPECT_SPLIT_RE = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?:then\s+)?|\s+then\s+", re.IGNORECASE)
+_WH_RE = re.compile(r"\b(?:which|what|who|whom|whose|when|where|how many|how much)\b", re.IGNORECASE)
+_COMPARISON_RE = re.compile(r"\b(?:both|same|either|also|in common)\b", re.IGNORECASE)
+_ORG_HEADS = frozenset(
+    ["company", "organization", "organisation", "band", "group", "team", "club", "university", "college",
+     "school", "party", "network", "agency", "firm", "label", "publisher", "newspaper", "magazine", "church"]
+)  # fmt: skip
+# words that name the answer's type, not its topic ("in what year", "how many people"): a sentence need not repeat them
+_TYPE_WORDS: dict[str, frozenset[str]] = {
+    "date": frozenset(["year", "date", "decade", "century", "month", "day", "time"]),
+    "number": frozenset(["number", "many", "much", "amount"]),
+    "person": frozenset(["name", "person"]),
+    "place": frozenset(["place", "location"]),
+    "thing": frozenset(["name"]),
+}
+_GENERIC_HOWTO = frozenset(["python", "way", "program", "code", "object", "thing"])
+_DEFINING_RE = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+((?:[\w'’-]+[\s,]*){1,10})")
+
+
+@dataclass(frozen=True)
+class QuestionIntent:
+    """What the question asks for."""
+
+    text: str
+    answer_type: AnswerType
+    weights: dict[str, float]  # question content stem -> weight (names weigh more)
+    names: tuple[str, ...]  # named things the question mentions (display form)
+    name_stems: frozenset[str]
+    aspects: tuple[frozenset[str], ...]  # how-to parts; one aspect (all terms) otherwise
+    head_terms: frozenset[str] = frozenset()  # "which <head>": the head noun's stems
+    comparison: bool = False
+
+    @property
+    def stems(self) -> frozenset[str]:
+        return frozenset(self.weights)
+
+
+def classify_question(question: str) -> QuestionIntent:
+    """The question's expected answer type, weighted terms, named things and aspects."""
+    text = " ".join(question.split())
+    slot = required_slots(text)[0]
+    wh = _WH_RE.search(text)
+    if slot.kind == "yes_no" and wh is not None:
+        # "Do X, ..., released in which year?" opens like a yes/no question but asks for a value
+        slot = required_slots(text[wh.start() :])[0]
+    kind = slot.kind
+    answer_type: AnswerType
+    head_terms = frozenset(stem(t) for t in slot.terms)
+    if _HOWTO_RE.match(text):
+        answer_type = "howto"
+    elif kind in ("person", "place", "date", "number", "definition", "reason"):
+        answer_type = kind
+    elif kind == "yes_no":
+        answer_type = "yes_no"
+    elif kind == "entity" and set(slot.terms) & _ORG_HEADS:
+        answer_type = "organization"
+    else:
+        answer_type = "thing"
+    mentions = [m for m in find_mentions(text) if m.entity_type not in ("number",)]
+    names = tuple(
+        dict.fromkeys(m.text for m in mentions if (m.entity_type != "date" and m.start > 0) or _inner(m.text))
+    )
+    weights: dict[str, float] = {}
+    for word in query_words(text):
+        for key in content_stems(word):
+            if key in _TYPE_WORDS.get(answer_type, ()):
+                continue
+            if answer_type == "howto" and (key == "python" or (word.casefold().endswith("ly") and len(word) > 5)):
+                continue  # the language and manner adverbs ("safely", "efficiently") name no API
+            weights[key] = 1.0
+    name_stems: set[str] = set()
+    for name in names:
+        for key in content_stems(name):
+            weights[key] = NAME_WEIGHT
+            name_stems.add(key)
+    aspects = _aspects(text, weights) if answer_type == "howto" else (frozenset(weights),)
+    return QuestionIntent(
+        text=text,
+        answer_type=answer_type,
+        weights=weights,
+        names=names,
+        name_stems=frozenset(name_stems),
+        aspects=aspects,
+        head_terms=head_terms,
+        comparison=answer_type == "yes_no" and bool(_COMPARISON_RE.search(text)),
+    )
+
+
+def _inner(name: str) -> bool:
+    return len(name.split()) >= 2
+
+
+def _aspects(text: str, weights: dict[str, float]) -> tuple[frozenset[str], ...]:
+    """The parts of a how-to question: "run X with a timeout and capture its output" -> two aspects."""
+    body = _HOWTO_RE.sub("", text).strip(" ?.")
+    parts = [
+        frozenset(s for s in stem_set(p) if s in weights and s not in _GENERIC_HOWTO)
+        for p in _ASPECT_SPLIT_RE.split(body)
+    ]
+    parts = [p for p in parts if p]
+    return tuple(parts) or (frozenset(weights),)
+
+
+# --- candidates ---------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Candidate:
+    n: int  # source number
+    url: str
+    statement: str  # display form (clean)
+    index: int  # position in its document
+    stems: frozenset[str]
+    context: frozenset[str]  # title and antecedent stems
+    antecedent: Candidate | None = None  # the previous sentence when this one opens with a pronoun
+    score: float = 0.0
+    coverage: float = 0.0
+    filler: str | None = None
+    link: Candidate | None = None  # the sentence that named this one's page (second hop)
+    signature: bool = False
+
+    @property
+    def joint(self) -> frozenset[str]:
+        """Its words with its antecedent's: "She served as ..." is judged with the sentence naming her."""
+        return self.stems | self.antecedent.stems if self.antecedent is not None else self.stems
+
+
+@dataclass
+class SourceDoc:
+    n: int
+    url: str
+    title: str
+    title_key: str
+    candidates: list[Candidate]
+    signature: Candidate | None
+
+
+def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
+    """Every declarative sentence of every citable source (and a how-to page's call signature)."""
+    docs: list[SourceDoc] = []
+    for numbered in sources:
+        source = numbered.source
+        text = source.text()
+        title = clean_title(source.title or "")
+        title_stems = stem_set(title)
+        candidates: list[Candidate] = []
+        previous: Candidate | None = None
+        for sentence in split_sentences(text)[:MAX_SENTENCES_PER_SOURCE]:
+            if not is_declarative(sentence.text) or is_instruction_like(sentence.text):
+                previous = None
+                continue
+            # quoted word for word (whitespace aside) unless footnote markers must go
+            raw = " ".join(sentence.text.split())
+            statement = clean_statement(sentence.text) if "[" in raw else raw
+            stems = frozenset(content_stems(statement))
+            context = title_stems
+            antecedent = None
+            if _PRONOUN_RE.match(statement) and previous is not None:
+                antecedent = previous  # judged (and quoted) together with the sentence it refers to
+            candidate = Candidate(numbered.n, source.url, statement, sentence.index, stems, context, antecedent)
+            candidates.append(candidate)
+            previous = candidate
+        signature = None
+        match = _SIGNATURE_RE.search(text[:3000])
+        if match and len(match.group(1)) <= 200:
+            line = match.group(1).strip()
+            signature = Candidate(
+                numbered.n, source.url, line, -1, frozenset(content_stems(line)), title_stems, signature=True
+            )
+        docs.append(SourceDoc(numbered.n, source.url, title, normalize_key(title), candidates, signature))
+    return docs
+
+
+# --- scoring --------------------------------------------------------------------------------------------
+
+
+def _idf_weights(intent: QuestionIntent, pool: Sequence[Candidate]) -> dict[str, float]:
+    n = len(pool)
+    weights = {}
+    for key, base in intent.weights.items():
+        df = sum(1 for c in pool if key in c.stems)
+        weights[key] = base * (math.log((n + 1) / (1 + df)) + 1.0)
+    return weights
+
+
+def matched(terms: Iterable[str], stems: frozenset[str]) -> frozenset[str]:
+    """The question terms found among `stems`: the same stem, or one the prefix of the other (the light
+    stemmer leaves "investigation"/"investigat" and "christian"/"christianity" apart)."""
+    out = set()
+    for term in terms:
+        if term in stems or (
+            len(term) >= MIN_PREFIX
+            and any(s.startswith(term) or (len(s) >= MIN_PREFIX and term.startswith(s)) for s in stems)
+        ):
+            out.add(term)
+    return frozenset(out)
+
+
+def _coverage(stems: frozenset[str], context: frozenset[str], weights: dict[str, float]) -> float:
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    own = matched(weights, stems)
+    around = matched((k for k in weights if k not in own), context)
+    hit = sum(weights[k] for k in own) + CONTEXT_SHARE * sum(weights[k] for k in around)
+    return hit / total
+
+
+def type_filler(intent: QuestionIntent, statement: str) -> str | None:
+    """A value of the expected answer type in `statement` that the question does not already name."""
+    kind = intent.answer_type
+    mentions = [m for m in find_mentions(statement) if not _named_in_question(m.text, intent)]
+    if kind == "date":
+        return next((m.text for m in mentions if m.entity_type == "date"), None)
+    if kind == "number":
+        found = next((m.text for m in mentions if m.entity_type == "number"), None)
+        return found or next(
+            (w for w in words(statement) if re.fullmatch(r"\d[\d,.]*", w) and w not in intent.text), None
+        )
+    if kind == "person":
+        person = next((m.text for m in mentions if m.entity_type == "person"), None)
+        return person or next((m.text for m in mentions if m.entity_type in ("other", "organization")), None)
+    if kind == "place":
+        place = next((m.text for m in mentions if m.entity_type == "place"), None)
+        return place or next((m.text for m in mentions if m.entity_type == "other"), None)
+    if kind == "organization":
+        org = next((m.text for m in mentions if m.entity_type == "organization"), None)
+        return org or next((m.text for m in mentions if m.entity_type == "other"), None)
+    if kind == "howto":
+        spans = [m.group(0) for m in _CODE_SPAN_RE.finditer(statement)]
+        return spans[0].strip("`") if spans else None
+    return None
+
+
+def _named_in_question(text: str, intent: QuestionIntent) -> bool:
+    stems = stem_set(text)
+    return bool(stems) and stems <= intent.stems
+
+
+def _restates(candidate: Candidate, intent: QuestionIntent) -> bool:
+    return len(candidate.stems - intent.stems) < 2
+
+
+def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[Candidate]:
+    pool = [c for d in docs for c in d.candidates]
+    weights = _idf_weights(intent, pool)
+    total_sources = max(1, len(docs))
+    for c in pool:
+        c.coverage = _coverage(c.joint, c.context, weights)
+    # typing a sentence (finding its names) is the costly part: only the plausible ones are typed
+    plausible = {id(c) for c in sorted(pool, key=lambda c: -c.coverage)[:MAX_TYPED_CANDIDATES]}
+    for doc in docs:
+        prior = SOURCE_PRIOR * (1.0 - (doc.n - 1) / total_sources)
+        for c in doc.candidates:
+            c.filler = type_filler(intent, c.statement) if id(c) in plausible else None
+            c.score = c.coverage + prior + (TYPE_BONUS if c.filler else 0.0)
+            if intent.answer_type == "howto" and c.filler:
+                c.score += CODE_BONUS - TYPE_BONUS
+            if _restates(c, intent):
+                c.score -= RESTATES_PENALTY
+            if intent.head_terms and intent.head_terms & c.stems:
+                c.score += 0.05
+    _chain(intent, docs, pool, weights)
+    return pool
+
+
+def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate], weights: dict[str, float]) -> None:
+    """Second hop: a sentence on a page that a good sentence of another page names (by its title) is
+    scored with both sentences' terms, so the named page's own answer can lead."""
+    if intent.answer_type in ("howto", "yes_no"):
+        return
+    best_links = sorted(pool, key=lambda c: -c.coverage)[:12]
+    titles = {d.n: d.title_key for d in docs}
+    for doc in docs:
+        if len(doc.title_key) < 4 or doc.title_key in normalize_key(intent.text):
+            continue
+        # chunks of one document share its title: naming it is no link to another page
+        linking = [
+            c
+            for c in best_links
+            if c.n != doc.n and titles.get(c.n) != doc.title_key and doc.title_key in normalize_key(c.statement)
+        ]
+        if not linking:
+            continue
+        link = max(linking, key=lambda c: c.coverage)
+        open_type = intent.answer_type in ("thing", "definition", "reason")
+        for c in doc.candidates:
+            typed = bool(c.filler) and not _named_in_question(c.filler or "", intent)
+            if c.filler and c.filler.casefold() in link.statement.casefold():
+                typed = False  # the value came from the link itself: no second hop
+            if not typed and not (open_type and not _restates(c, intent)):
+                continue
+            # the link sentence is about its own page's subject: its title counts as its words
+            chained = (
+                CHAIN_SHARE * _coverage(c.joint | link.joint | link.context, c.context, weights)
+                + (TYPE_BONUS if typed else 0.0)
+                + CHAIN_BONUS
+            )
+            if chained > c.score:
+                c.score = chained
+                c.link = link
+
+
+# --- selection ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class AnswerSelection:
+    sentences: list[Candidate]  # in answer order
+    short_answer: str | None
+    answered: bool
+    verdict: str | None = None  # "Yes" / "No" for a yes/no question
+    closest: list[Candidate] = field(default_factory=list)  # what was found, when not answered
+
+
+def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSelection:
+    intent = classify_question(question)
+    docs = build_candidates(sources)
+    pool = score_candidates(intent, docs)
+    if not pool and not any(d.signature for d in docs):
+        return AnswerSelection([], None, False)
+    if intent.answer_type == "yes_no":
+        return _yes_no(intent, docs, pool)
+    if intent.answer_type == "howto":
+        return _howto(intent, docs, pool)
+    ranked = sorted(pool, key=lambda c: (-c.score, c.n, c.index))
+    lead = ranked[0]
+    if not _answers(intent, lead):
+        return AnswerSelection([], None, False, closest=ranked[:2])
+    chosen = _with_support(lead)
+    for c in ranked[1:]:
+        if len(chosen) >= MAX_ANSWER_SENTENCES - 1 or _words(chosen) >= MAX_ANSWER_WORDS - 25:
+            break
+        if c in chosen or c.score < 0.6 * lead.score or _similar(c, chosen):
+            continue
+        chosen.append(c)
+    return AnswerSelection(chosen, short_answer(intent, lead), True)
+
+
+def _answers(intent: QuestionIntent, lead: Candidate) -> bool:
+    """The lead (with its title, antecedent and link) covers enough of the question's weighted terms."""
+    if not intent.weights:
+        return False
+    stems = lead.joint | lead.context | (lead.link.joint | lead.link.context if lead.link else frozenset())
+    found = matched(intent.weights, stems)
+    coverage = sum(w for k, w in intent.weights.items() if k in found) / sum(intent.weights.values())
+    return coverage >= ANSWERED_MIN_COVERAGE
+
+
+def _with_support(lead: Candidate) -> list[Candidate]:
+    """The lead, then what it leans on: the sentence that named its page (a second hop), or the sentence
+    its opening pronoun refers to."""
+    chosen = [lead]
+    if lead.link is not None:
+        chosen.append(lead.link)
+    elif lead.antecedent is not None:
+        chosen.append(lead.antecedent)
+    return chosen
+
+
+def _words(chosen: Sequence[Candidate]) -> int:
+    return sum(len(c.statement.split()) for c in chosen)
+
+
+def _similar(c: Candidate, chosen: Sequence[Candidate]) -> bool:
+    return any(len(c.stems & o.stems) / max(1, len(c.stems | o.stems)) >= 0.5 for o in chosen)
+
+
+# --- short answers ---------------------------------------------------------------------------------------
+
+
+def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
+    """The span that answers: a typed value, else the span of the lead beyond the question's words that
+    sits closest to where the question's words appear in it."""
+    if lead.filler and intent.answer_type not in ("thing", "definition", "reason"):
+        return lead.filler
+    tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%-]+", lead.statement)]
+    if not tokens:
+        return None
+    in_question = [bool(matched(intent.weights, frozenset(content_stems(t)))) for _, _, t in tokens]
+    anchors = [i for i, hit in enumerate(in_question) if hit]
+    spans: list[tuple[int, int]] = []  # token ranges
+    for mention in find_mentions(lead.statement):
+        if _named_in_question(mention.text, intent):
+            continue
+        first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
+        last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
+        if first is not None and last is not None and last >= first:
+            spans.append((first, last + 1))
+    run: int | None = None
+    for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
+        # a run of words outside the question, not crossing a clause break (comma, semicolon, parenthesis)
+        gap = lead.statement[tokens[i - 1][1] : tokens[i][0]] if 0 < i < len(tokens) else ""
+        inside = bool(token) and not in_question[i] and not re.search(r"[,;:()]", gap)
+        if run is not None and not inside:
+            spans.append(_trimmed(tokens, run, i))
+            run = None
+        if bool(token) and not in_question[i] and run is None:
+            run = i
+    spans = [(a, min(b, a + SHORT_ANSWER_WORDS)) for a, b in spans if b > a]
+    if not spans:
+        return None
+
+    def closeness(span: tuple[int, int]) -> float:
+        a, b = span
+        if not anchors:
+            return 0.0
+        return sum(1.0 / (1 + min(abs(i - a), abs(i - (b - 1)))) for i in anchors)
+
+    best = max(spans, key=lambda sp: (closeness(sp) + (0.3 if _capitalised(tokens, sp) else 0.0), sp[1] - sp[0]))
+    return lead.statement[tokens[best[0]][0] : tokens[best[1] - 1][1]].strip(" ,.;:")
+
+
+def _trimmed(tokens: list[tuple[int, int, str]], a: int, b: int) -> tuple[int, int]:
+    while a < b and _stop(tokens[a][2]):
+        a += 1
+    while b > a and _stop(tokens[b - 1][2]):
+        b -= 1
+    return a, b
+
+
+def _capitalised(tokens: list[tuple[int, int, str]], span: tuple[int, int]) -> bool:
+    return any(t[:1].isupper() or t[:1].isdigit() for _, _, t in tokens[span[0] : span[1]])
+
+
+def _stop(token: str) -> bool:
+    return is_stopword(token)
+
+
+# --- how-to ---------------------------------------------------------------------------------------------
+
+
+def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
+    """Lead with the call signature of the page that best covers the question, then one sentence per aspect."""
+    weights = _idf_weights(intent, pool)
+
+    def doc_score(doc: SourceDoc) -> float:
+        best = max((c.coverage for c in doc.candidates), default=0.0)
+        title = _coverage(
+            stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
+        )
+        return best + title + SOURCE_PRIOR * (1.0 - (doc.n - 1) / max(1, len(docs)))
+
+    with_signature = [d for d in docs if d.signature is not None]
+    chosen: list[Candidate] = []
+    lead_doc = max(with_signature, key=doc_score) if with_signature else None
+    if lead_doc is not None and lead_doc.signature is not None and doc_score(lead_doc) >= 0.3:
+        chosen.append(lead_doc.signature)
+    covered: set[str] = set()  # by prose sentences (a signature names parameters; it explains nothing)
+    pending = [set(a) for a in intent.aspects]
+    while pending and len(chosen) < MAX_ANSWER_SENTENCES:
+        # the next unfilled aspect: what no chosen prose sentence has covered yet
+        aspect = frozenset(pending[0] - matched(pending[0], frozenset(covered)))
+        if not aspect:
+            pending.pop(0)
+            continue
+        aspect_weights = {k: weights.get(k, 1.0) for k in aspect}
+        best = max(
+            (c for c in pool if c not in chosen),
+            key=lambda c: (
+                _coverage(c.stems, c.context, aspect_weights)
+                + (CODE_BONUS if c.filler else 0.0)
+                + 0.5 * c.score
+                + (0.15 if lead_doc is not None and c.n == lead_doc.n else 0.0)
+            ),
+            default=None,
+        )
+        if best is None or _coverage(best.stems, best.context, aspect_weights) <= 0:
+            pending.pop(0)  # nothing more in the sources for this aspect
+            continue
+        chosen.append(best)
+        covered |= best.stems
+    if not chosen:
+        ranked = sorted(pool, key=lambda c: -c.score)
+        return AnswerSelection([], None, False, closest=ranked[:2])
+    api = _api_name(chosen[0], lead_doc, intent)
+    for c in chosen:
+        covered |= c.stems | c.context  # a page's title (the API's name) is part of what it says
+    found = matched(intent.weights, frozenset(covered))
+    answered = sum(intent.weights[k] for k in found) / max(1e-9, sum(intent.weights.values())) >= ANSWERED_MIN_COVERAGE
+    if not answered:
+        return AnswerSelection([], None, False, closest=chosen[:2])
+    return AnswerSelection(chosen, api, True)
+
+
+def _api_name(lead: Candidate, doc: SourceDoc | None, intent: QuestionIntent | None = None) -> str | None:
+    """The API call: a signature shortened to its name and the parameters the question asks about."""
+    if lead.signature:
+        name, _, params = lead.statement.partition("(")
+        asked = [
+            p.split("=")[0].strip(" *")
+            for p in params.rstrip(")").split(",")
+            if intent is not None and stem_set(p.split("=")[0].replace("_", " ")) & intent.stems
+        ]
+        return f"{name.removeprefix('class ').strip()}({', '.join(f'{a}=...' for a in asked[:2]) or '...'})"
+    spans = [m.group(0).strip("`(") for m in _CODE_SPAN_RE.finditer(lead.statement)]
+    return spans[0] if spans else (doc.title if doc else None)
+
+
+# --- yes/no ---------------------------------------------------------------------------------------------
+
+
+def _yes_no(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
+    """Decide from each named thing's own page. "The same X": the value each page gives next to X (or its
+    first capitalised descriptor) must agree. "Both ...": each page must state the question's remaining words."""
+    subjects = _compared(intent, docs)
+    evidence = [_defining_sentence(s, docs, pool) for s in subjects]
+    found = [c for c in evidence if c is not None]
+    if not found:
+        ranked = sorted(pool, key=lambda c: -c.score)
+        return AnswerSelection([], None, False, closest=ranked[:2])
+    subject_stems = frozenset().union(*(stem_set(s) for s in subjects)) if subjects else frozenset()
+    predicate = frozenset(k for k in intent.weights if k not in subject_stems and k not in ("same", "both", "also"))
+    same = re.search(r"\bsame\s+([a-z]+)", intent.text, re.IGNORECASE)
+    if same and len(found) >= 2:
+        values = [_attribute_value(same.group(1), c, subjects) for c in found]
+        verdict = "Yes" if all(values) and len({v.casefold() for v in values if v}) == 1 else "No"
+    elif len(found) < len(subjects):
+        verdict = "No"
+    else:
+        verdict = _predicate_verdict(predicate, found)
+    chosen = list(dict.fromkeys(found))[: MAX_ANSWER_SENTENCES - 1]
+    return AnswerSelection(chosen, verdict.casefold(), True, verdict=verdict)
+
+
+def _compared(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[str]:
+    """The things compared: the question's names that have their own page, else its first two names."""
+    with_page = [n for n in intent.names if any(_same_subject(n, d.title_key) for d in docs)]
+    if len(with_page) >= 2:
+        return with_page[:3]
+    names = list(intent.names)
+    if len(names) >= 2:
+        return names[:2]
+    body = re.sub(r"^(?:are|is|were|was|do|does|did|have|has|can)\s+(?:both\s+)?", "", intent.text, flags=re.I)
+    parts = re.split(r"\s+and\s+", body.strip(" ?"), maxsplit=1)
+    if len(parts) == 2:
+        return [parts[0], " ".join(parts[1].split()[:3])]
+    return names
+
+
+def _same_subject(name: str, title_key: str) -> bool:
+    key = normalize_key(name)
+    return bool(key and title_key) and (key == title_key or (len(key) > 3 and (key in title_key or title_key in key)))
+
+
+def _defining_sentence(subject: str, docs: Sequence[SourceDoc], pool: Sequence[Candidate]) -> Candidate | None:
+    """The first sentence of the subject's own page, else the best sentence that names it."""
+    for doc in docs:
+        if _same_subject(subject, doc.title_key) and doc.candidates:
+            return doc.candidates[0]
+    key = normalize_key(subject)
+    naming = [c for c in pool if key and key in normalize_key(c.statement)]
+    return max(naming, key=lambda c: c.score) if naming else None
+
+
+def _attribute_value(attribute: str, c: Candidate, subjects: Sequence[str]) -> str | None:
+    """What a defining sentence says the compared attribute is: the capitalised words right next to the
+    attribute's own word ("in X province"), else the first capitalised descriptor after "is a"."""
+    own = {w.casefold() for s in subjects for w in s.split()}
+    statement = c.statement
+    near = re.search(
+        rf"((?:[A-Z][\w'’-]+\s+){{1,3}}){re.escape(attribute)}\b|\b{re.escape(attribute)}\s+of\s+((?:[A-Z][\w'’-]+\s*){{1,3}})",
+        statement,
+        re.I,
+    )
+    if near:
+        value = (near.group(1) or near.group(2) or "").strip()
+        if value and value.casefold() not in own:
+            return value
+    match = _DEFINING_RE.search(statement)
+    clause = match.group(1) if match else statement
+    for word in re.findall(r"\b[A-Z][\w'’-]+", clause):
+        if word.casefold() not in own:
+            return str(word)
+    return None
+
+
+def _predicate_verdict(predicate: frozenset[str], found: Sequence[Candidate]) -> str:
+    """Yes when every page states (nearly) all of the question's remaining words."""
+    if not predicate:
+        return "Yes"
+    for c in found:
+        have = c.stems | c.context
+        if len(predicate & have) / len(predicate) < 0.75:
+            return "No"
+    return "Yes"

@@ -1,0 +1,455 @@
+"""Answer quality of the offline engine's report, beside the simple baselines (issue 9 acceptance table).
+
+Three sets, each indexed as a local corpus and asked through the real runner (`local` provider, no fetch):
+- SQuAD (squad_dev_part2): one document per paragraph; 300 questions sampled with a fixed seed from the indexed
+  articles, plus 100 questions from articles left out of the index (the unanswerable set).
+- HotpotQA (hotpotqa_train100): one document per context page; yes/no comparisons scored by their verdict.
+- how-to (howto_pydoc/dev.jsonl) over the `make run` demo corpus: an `any_of` API in the first two sentences.
+
+Every question set is cut into two halves by a fixed rule (`part`: even positions "tune", odd positions
+"test"), so a figure can be quoted with the half it was tuned on and the half it was measured on.
+Scoring code lives here and only here; the test suite never reads these sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import statistics
+import string
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from research_tool.core.logging import configure_logging
+from research_tool.core.settings import Settings
+from research_tool.eval.multihop import DEFAULT_EVAL_DIR, doc_id, load_hotpotqa
+from research_tool.models.request import ResearchRequest
+from research_tool.providers.local_corpus.index import CorpusIndex
+from research_tool.runtime.composition import open_research_services
+
+SEED = 20240917
+SQUAD_QUESTIONS = 300
+SQUAD_UNANSWERABLE = 100
+SQUAD_HELD_OUT_EVERY = 6  # articles 5, 11, 17, 23 (every sixth) are left out of the index
+MARKER = re.compile(r"\s*\[\d+\]")
+WORD = re.compile(r"\w+")
+
+TARGETS: dict[str, str] = {
+    "squad_first_sentence": ">= 0.75",
+    "squad_anywhere": "(today 0.80)",
+    "squad_short_answer": ">= 0.40",
+    "hotpot_first_sentence": ">= 0.55",
+    "hotpot_yes_no": ">= 0.75",
+    "hotpot_both_pages": ">= 0.85",
+    "howto_first_two": ">= 0.80",
+    "unanswerable_not_answered": ">= 0.80",
+    "answerable_wrongly_not_answered": "<= 0.10",
+    "citation_precision": "1.00 SQuAD, >= 0.99 HotpotQA",
+    "median_answer_words": "<= 80",
+    "seconds_per_question": "<= 1.5 x today",
+    "empty_answers": "0",
+}
+
+
+@dataclass
+class Item:
+    id: str
+    question: str
+    answers: list[str]  # gold strings; empty for an unanswerable question
+    kind: str = "factoid"  # factoid | yes_no | howto | unanswerable
+    gold_docs: set[str] = field(default_factory=set)
+
+
+@dataclass
+class AnswerSet:
+    name: str
+    items: list[Item]
+    corpus: Path  # folder to index
+    texts: dict[str, str]  # doc id -> text (citation precision)
+
+
+# --- normalisation and splitting -------------------------------------------------------------------
+
+
+def normalize(text: str) -> str:
+    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = text.casefold()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def contains_gold(text: str, answers: Sequence[str]) -> bool:
+    haystack = f" {normalize(text)} "
+    return any(normalize(a) and f" {normalize(a)} " in haystack for a in answers)
+
+
+def answer_body(answer: str) -> str:
+    """The answer without the italic notes the engine appends (degraded mode, early stop)."""
+    return answer.split("\n\n_", 1)[0].strip()
+
+
+def answer_sentences(answer: str) -> list[str]:
+    """The answer's sentences: an opening italic note is one, a verdict ("Yes.") is one, and every cited
+    sentence ends at its markers ("... [2]."), so initials and abbreviations never cut a sentence."""
+    body = re.sub(r"^(_[^_\n]+_)\s+", "\\1\n", answer_body(answer))
+    body = re.sub(r"^((?:Yes|No)\.)\s+", "\\1\n", body)
+    pieces: list[str] = []
+    for line in body.split("\n"):
+        pieces += re.split(r"(?<=\][.!?])\s+", line.strip())
+    return [MARKER.sub("", p).strip() for p in pieces if p.strip()]
+
+
+def word_count(text: str) -> int:
+    return len(WORD.findall(MARKER.sub("", text)))
+
+
+EDITORIAL = re.compile(r"(?<!\w)_[^_\n]+_(?!\w)")
+
+
+def cited_sentences_found(report: dict[str, Any], texts: dict[str, str]) -> tuple[int, int]:
+    """(markers whose cited source contains the cited sentence word for word, all markers): every sentence of
+    the answer (italic editorial notes set aside, paragraphs split) and every finding."""
+    by_id = {c["id"]: _plain(texts.get(doc_id(c["url"]), "")) for c in report["citations"]}
+    pieces: list[str] = []
+    body = re.sub(r"^(?:Yes|No)\.\s+", "", EDITORIAL.sub("", report["answer"]).strip())  # the verdict cites nothing
+    for paragraph in body.split("\n"):
+        # the engine ends every cited sentence with its markers ("... [2]."), so that is where to cut
+        pieces += [s for s in re.split(r"(?<=\][.!?])\s+", paragraph.strip()) if MARKER.search(s)]
+    pieces += [f["statement"] for f in report["findings"]]
+    supported = total = 0
+    for sentence in pieces:
+        claim = _plain(sentence).rstrip(" .")
+        for n in re.findall(r"\[(\d+)\]", sentence):
+            total += 1
+            source = by_id.get(f"[{n}]", "")
+            supported += bool(claim) and claim in source
+    return supported, total
+
+
+def _plain(text: str) -> str:
+    """Markers out, whitespace collapsed and none before punctuation (the citation check tidies "x , y")."""
+    return re.sub(r"\s+([,.;:!?])", r"\1", " ".join(MARKER.sub("", text).split())).casefold()
+
+
+def verdict(report: dict[str, Any]) -> str | None:
+    short = (report.get("short_answer") or "").strip().casefold().rstrip(".")
+    if short in ("yes", "no"):
+        return short
+    first = (answer_sentences(report.get("answer", "")) or [""])[0].casefold()
+    match = re.match(r"^(yes|no)\b", first)
+    return match.group(1) if match else None
+
+
+# --- data sets ----------------------------------------------------------------------------------------
+
+
+def _part(items: list[Item], part: str) -> list[Item]:
+    if part == "tune":
+        return items[0::2]
+    if part == "test":
+        return items[1::2]
+    return items
+
+
+def load_squad(folder: Path, work: Path) -> AnswerSet:
+    raw = json.loads(next(folder.glob("*.json")).read_text(encoding="utf-8"))["data"]
+    documents: list[dict[str, str]] = []
+    answerable: list[Item] = []
+    held_out: list[Item] = []
+    texts: dict[str, str] = {}
+    for a, article in enumerate(raw):
+        indexed = a % SQUAD_HELD_OUT_EVERY != SQUAD_HELD_OUT_EVERY - 1
+        title = article["title"].replace("_", " ")
+        for p, paragraph in enumerate(article["paragraphs"]):
+            doc = f"s{a:02d}p{p:03d}"
+            if indexed:
+                documents.append({"id": doc, "title": title, "text": paragraph["context"]})
+                texts[doc] = paragraph["context"]
+            for qa in paragraph["qas"]:
+                answers = [x["text"] for x in qa["answers"]]
+                if indexed:
+                    answerable.append(Item(qa["id"], qa["question"], answers, "factoid", {doc}))
+                else:
+                    held_out.append(Item(qa["id"], qa["question"], [], "unanswerable"))
+    rng = random.Random(SEED)
+    items = rng.sample(answerable, SQUAD_QUESTIONS) + rng.sample(held_out, SQUAD_UNANSWERABLE)
+    rng.shuffle(items)
+    return AnswerSet("squad", items, _write_corpus(documents, work / "squad" / "corpus"), texts)
+
+
+def load_hotpot(folder: Path, work: Path) -> AnswerSet:
+    dataset = load_hotpotqa(folder)
+    raw = {q["_id"]: q for q in json.loads((folder / "hipporag_hotpotqa_train100.json").read_text(encoding="utf-8"))}
+    items = []
+    for q in dataset.questions:
+        answer = raw[q.id]["answer"]
+        kind = "yes_no" if answer.casefold() in ("yes", "no") else "factoid"
+        items.append(Item(q.id, q.text, [answer], kind, set(q.gold)))
+    texts = {d["id"]: d["text"] for d in dataset.documents}
+    return AnswerSet("hotpotqa", items, _write_corpus(dataset.documents, work / "hotpotqa" / "corpus"), texts)
+
+
+def load_howto(path: Path, corpus: Path) -> AnswerSet:
+    from research_tool.demo_corpus import build_demo_corpus
+
+    build_demo_corpus(corpus)
+    items = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            q = json.loads(line)
+            items.append(Item(q["id"], q["question"], list(q["any_of"]), "howto"))
+    return AnswerSet("howto", items, corpus, {})
+
+
+def _write_corpus(documents: list[dict[str, str]], folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "corpus.jsonl"
+    text = "\n".join(json.dumps(d, ensure_ascii=False) for d in documents) + "\n"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return folder
+
+
+# --- running ------------------------------------------------------------------------------------------
+
+
+async def run_reports(answer_set: AnswerSet, items: list[Item], work: Path, concurrency: int) -> list[dict[str, Any]]:
+    settings = Settings(data_dir=work / answer_set.name / "run", max_concurrent_sessions=concurrency)
+    index = CorpusIndex(settings.db_path("local_index.db"))
+    await index.index_folder(answer_set.corpus)
+    reports: list[dict[str, Any]] = []
+    async with open_research_services(settings) as services:
+        pending: list[tuple[Item, str]] = []
+        for item in items:
+            request = ResearchRequest(
+                query=item.question,
+                tier="standard" if answer_set.name == "hotpotqa" else "simple",
+                providers=["local"],
+                corpus_dirs=[str(answer_set.corpus)],
+                fetch=False,
+                formats=["json"],
+            )
+            record = await services.runner.create(request)
+            services.runner.launch(record.id)
+            pending.append((item, record.id))
+        for _, session_id in pending:
+            record = await services.runner.wait(session_id)
+            report = await services.runner.report(session_id) if record.status == "completed" else None
+            reports.append(report or {})
+    return reports
+
+
+async def baselines(answer_set: AnswerSet, items: list[Item], work: Path) -> list[dict[str, Any]]:
+    """BM25's top paragraph cut to its sentence sharing most words with the question; top-2 documents."""
+    index = CorpusIndex(Settings(data_dir=work / answer_set.name / "run").db_path("local_index.db"))
+    out = []
+    for item in items:
+        hits = await index.search(item.question, roots=[answer_set.corpus], limit=2)
+        top = hits[0].text if hits else ""
+        question_words = set(WORD.findall(item.question.casefold()))
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", top) if s.strip()] or [""]
+        best = max(sentences, key=lambda s: len(question_words & set(WORD.findall(s.casefold()))))
+        out.append({"sentence": best, "paragraph": top, "docs": [h.doc_id for h in hits]})
+    return out
+
+
+# --- scoring ------------------------------------------------------------------------------------------
+
+
+def score(
+    answer_set: AnswerSet, items: list[Item], reports: list[dict[str, Any]], base: list[dict[str, Any]]
+) -> dict[str, Any]:
+    rows = []
+    for item, report, b in zip(items, reports, base, strict=True):
+        answer = report.get("answer", "")
+        sentences = answer_sentences(answer)
+        first = sentences[0] if sentences else ""
+        short = report.get("short_answer") or ""
+        cited = {doc_id(c["url"]) for c in report.get("citations", [])}
+        supported, markers = cited_sentences_found(report, answer_set.texts) if report and answer_set.texts else (0, 0)
+        row = {
+            "id": item.id,
+            "kind": item.kind,
+            "completed": bool(report),
+            "first": contains_gold(first, item.answers),
+            "anywhere": contains_gold(answer_body(answer), item.answers),
+            "short": bool(short) and word_count(short) <= 8 and contains_gold(short, item.answers),
+            "answered": report.get("answered", True) if report else False,
+            "empty": not answer_body(answer),
+            "words": word_count(answer_body(answer)),
+            "duration_s": (report.get("metadata") or {}).get("duration_s", 0.0),
+            "supported": supported,
+            "markers": markers,
+            "both_pages": bool(item.gold_docs) and item.gold_docs <= cited,
+            "verdict_ok": item.kind == "yes_no" and verdict(report) == item.answers[0].casefold(),
+            "howto_ok": item.kind == "howto" and any(a in " ".join(sentences[:2]) for a in item.answers),
+            "howto_anywhere": item.kind == "howto" and any(a in answer for a in item.answers),
+            "base_first": contains_gold(b["sentence"], item.answers),
+            "base_anywhere": contains_gold(b["paragraph"], item.answers),
+            "base_both": bool(item.gold_docs) and item.gold_docs <= set(b["docs"]),
+            "base_howto": item.kind == "howto" and any(a in b["sentence"] for a in item.answers),
+            "question": item.question,
+            "first_sentence": first,
+            "short_answer": short,
+            "gold": item.answers,
+            "answer": answer,
+        }
+        rows.append(row)
+    return {"set": answer_set.name, "rows": rows}
+
+
+def _rate(rows: list[dict[str, Any]], key: str) -> float | None:
+    return round(sum(bool(r[key]) for r in rows) / len(rows), 3) if rows else None
+
+
+def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
+    """(figure, value, target, simple baseline) lines for one set."""
+    rows = [r for r in result["rows"] if r["completed"]]
+    name = result["set"]
+    factoid = [r for r in rows if r["kind"] == "factoid"]
+    answerable = [r for r in rows if r["kind"] != "unanswerable"]
+    lines: list[tuple[str, Any, str, Any]] = []
+    if name == "squad":
+        lines += [
+            (
+                "squad_first_sentence",
+                _rate(factoid, "first"),
+                TARGETS["squad_first_sentence"],
+                _rate(factoid, "base_first"),
+            ),
+            ("squad_anywhere", _rate(factoid, "anywhere"), TARGETS["squad_anywhere"], _rate(factoid, "base_anywhere")),
+            ("squad_short_answer", _rate(factoid, "short"), TARGETS["squad_short_answer"], None),
+        ]
+        unanswerable = [r for r in rows if r["kind"] == "unanswerable"]
+        not_answered = [{"x": not r["answered"]} for r in unanswerable]
+        wrongly = [{"x": not r["answered"]} for r in answerable]
+        lines += [
+            ("unanswerable_not_answered", _rate(not_answered, "x"), TARGETS["unanswerable_not_answered"], 0.0),
+            ("answerable_wrongly_not_answered", _rate(wrongly, "x"), TARGETS["answerable_wrongly_not_answered"], 0.0),
+        ]
+    if name == "hotpotqa":
+        yes_no = [r for r in rows if r["kind"] == "yes_no"]
+        always_yes = [{"x": r["gold"][0].casefold() == "yes"} for r in yes_no]
+        lines += [
+            (
+                "hotpot_first_sentence",
+                _rate(factoid, "first"),
+                TARGETS["hotpot_first_sentence"],
+                _rate(factoid, "base_first"),
+            ),
+            ("hotpot_anywhere", _rate(factoid, "anywhere"), "", _rate(factoid, "base_anywhere")),
+            ("hotpot_short_answer", _rate(factoid, "short"), "", None),
+            ("hotpot_yes_no", _rate(yes_no, "verdict_ok"), TARGETS["hotpot_yes_no"], _rate(always_yes, "x")),
+            ("hotpot_both_pages", _rate(rows, "both_pages"), TARGETS["hotpot_both_pages"], _rate(rows, "base_both")),
+            (
+                "answerable_wrongly_not_answered",
+                _rate([{"x": not r["answered"]} for r in rows], "x"),
+                TARGETS["answerable_wrongly_not_answered"],
+                0.0,
+            ),
+        ]
+    if name == "howto":
+        lines += [
+            ("howto_first_two", _rate(rows, "howto_ok"), TARGETS["howto_first_two"], _rate(rows, "base_howto")),
+            ("howto_anywhere", _rate(rows, "howto_anywhere"), "", None),
+            (
+                "answerable_wrongly_not_answered",
+                _rate([{"x": not r["answered"]} for r in rows], "x"),
+                TARGETS["answerable_wrongly_not_answered"],
+                0.0,
+            ),
+        ]
+    markers = sum(r["markers"] for r in rows)
+    if markers:
+        lines.append(
+            (
+                "citation_precision",
+                round(sum(r["supported"] for r in rows) / markers, 4),
+                TARGETS["citation_precision"],
+                None,
+            )
+        )
+    words = [r["words"] for r in answerable]
+    lines += [
+        ("median_answer_words", statistics.median(words) if words else None, TARGETS["median_answer_words"], None),
+        (
+            "seconds_per_question",
+            round(statistics.fmean(r["duration_s"] for r in rows), 3) if rows else None,
+            TARGETS["seconds_per_question"],
+            None,
+        ),
+        ("empty_answers", sum(r["empty"] for r in rows), TARGETS["empty_answers"], None),
+        ("questions", len(rows), "", None),
+    ]
+    return lines
+
+
+def render(name: str, part: str, lines: list[tuple[str, Any, str, Any]]) -> str:
+    out = [f"{name} ({part})", "figure | value | target | simple baseline", "--- | --- | --- | ---"]
+    out += [f"{f} | {v} | {t} | {'' if b is None else b}" for f, v, t, b in lines]
+    return "\n".join(out)
+
+
+async def run(
+    eval_dir: Path, work: Path, sets: list[str], part: str, limit: int | None, concurrency: int
+) -> list[dict[str, Any]]:
+    results = []
+    for name in sets:
+        if name == "squad":
+            folder = eval_dir / "squad_dev_part2"
+            answer_set = load_squad(folder, work) if folder.is_dir() else None
+        elif name == "hotpotqa":
+            folder = eval_dir / "hotpotqa_train100"
+            answer_set = load_hotpot(folder, work) if folder.is_dir() else None
+        elif name == "howto":
+            folder = eval_dir / "howto_pydoc" / "dev.jsonl"
+            answer_set = load_howto(folder, work / "howto" / "demo_corpus") if folder.is_file() else None
+        else:
+            raise SystemExit(f"unknown set: {name}")
+        if answer_set is None:
+            print(f"skipped {name}: no data in {folder}", file=sys.stderr)
+            continue
+        items = _part(answer_set.items, part)[:limit] if limit else _part(answer_set.items, part)
+        started = time.perf_counter()
+        reports = await run_reports(answer_set, items, work, concurrency)
+        base = await baselines(answer_set, items, work)
+        result = score(answer_set, items, reports, base)
+        result["wall_s"] = round(time.perf_counter() - started, 1)
+        result["part"] = part
+        result["summary"] = summarize(result)
+        results.append(result)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m research_tool.eval.answers")
+    parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
+    parser.add_argument("--work-dir", type=Path, default=Path("data/eval"))
+    parser.add_argument("--sets", default="squad,hotpotqa,howto")
+    parser.add_argument("--part", choices=("all", "tune", "test"), default="all")
+    parser.add_argument("--limit", type=int, help="first N questions of the part (a quick subset while iterating)")
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args(argv)
+    configure_logging("console", "WARNING")
+    results = asyncio.run(
+        run(args.eval_dir, args.work_dir, args.sets.split(","), args.part, args.limit, args.concurrency)
+    )
+    for result in results:
+        print(render(result["set"], result["part"], result["summary"]))
+        print()
+    out = args.work_dir / f"answers_{args.part}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""What sessions leave on disk, and taking it away again (DESIGN §5 storage).
+
+A session owns: its row and events (`sessions.db`), its checkpoints (`checkpoints.db`), references to
+page texts (`content.db`) and its exports folder (`<data dir>/exports/<session id>/`). The janitor
+
+- keeps only the last checkpoint of a finished session (`session_finished`),
+- removes everything of a deleted session and gives the space back (`forget`),
+- applies the retention policy (`collect_garbage`, `research-tool gc`, and the server every hour when
+  RESEARCH_RETENTION_DAYS is set): finished sessions last updated before the cutoff are deleted, then
+  whatever no session row refers to any more (checkpoints, events, page texts, export folders), then the
+  SQLite files are vacuumed.
+
+Active sessions (queued, running, stopping, awaiting answers) are never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aiosqlite
+from pydantic import BaseModel, ConfigDict
+
+from research_tool.core.logging import get_logger
+from research_tool.models.sessions import FINISHED_STATUSES
+from research_tool.runtime.checkpoints import PrunableSqliteSaver
+from research_tool.runtime.content_store import ContentStore
+from research_tool.runtime.event_log import EventLog
+from research_tool.runtime.session_store import SessionStore
+from research_tool.runtime.storage import reclaim_space
+
+log = get_logger(__name__)
+
+RETENTION_SWEEP_INTERVAL_S = 3600.0
+
+
+class GcSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cutoff: str | None  # sessions last updated before this were deleted (None: retention keeps everything)
+    sessions_deleted: int = 0
+    sessions_pruned: int = 0  # finished sessions brought down to their last checkpoint
+    orphans_deleted: int = 0  # checkpoint threads, event logs and export folders of sessions that no longer exist
+    texts_deleted: int = 0
+    bytes_reclaimed: int = 0
+
+
+class StorageJanitor:
+    def __init__(
+        self,
+        *,
+        conn: aiosqlite.Connection,
+        store: SessionStore,
+        events: EventLog,
+        checkpointer: PrunableSqliteSaver,
+        content: ContentStore,
+        exports_dir: Path,
+    ) -> None:
+        self._conn = conn  # sessions.db
+        self._store = store
+        self._events = events
+        self._checkpointer = checkpointer
+        self._content = content
+        self._exports_dir = exports_dir
+        self._lock = asyncio.Lock()  # one collection at a time
+
+    def exports_of(self, session_id: str) -> Path | None:
+        """The session's exports folder, or None for an id that would name anything else."""
+        root = self._exports_dir.resolve()
+        folder = (root / session_id).resolve()
+        return folder if folder.parent == root else None
+
+    # --- one session ------------------------------------------------------------------------------
+
+    async def session_finished(self, session_id: str) -> None:
+        """Keep only the last checkpoint: it holds the report and is all a finished session is read for."""
+        try:
+            await self._checkpointer.aprune([session_id], strategy="keep_latest")
+            await self._checkpointer.reclaim_space()
+        except Exception:
+            log.exception("checkpoint_prune_failed", session_id=session_id)
+
+    async def forget(self, session_id: str) -> None:
+        """Delete everything a session left except its row: events, checkpoints, page texts only it used,
+        exports; then give the freed pages back."""
+        await self._forget_data([session_id])
+        await self.reclaim()
+
+    async def _forget_data(self, session_ids: list[str]) -> int:
+        for sid in session_ids:
+            await self._events.delete(sid)
+            await self._checkpointer.adelete_thread(sid)
+            folder = self.exports_of(sid)
+            if folder is not None and folder.exists():
+                await asyncio.to_thread(shutil.rmtree, folder, True)
+        return await self._content.release(session_ids)
+
+    async def reclaim(self, *, convert: bool = False) -> int:
+        reclaimed = await reclaim_space(self._conn, convert=convert)
+        reclaimed += await self._checkpointer.reclaim_space(convert=convert)
+        reclaimed += await reclaim_space(self._content.conn, convert=convert)
+        return reclaimed
+
+    # --- retention --------------------------------------------------------------------------------
+
+    async def collect_garbage(
+        self, *, retention_days: float | None, now: datetime | None = None, convert: bool = False
+    ) -> GcSummary:
+        """Apply the retention policy (None: keep every session) and remove what no session refers to.
+        `convert`: also VACUUM files made before auto_vacuum=INCREMENTAL (rewrites them once)."""
+        async with self._lock:
+            now = now or datetime.now(UTC)
+            cutoff = (now - timedelta(days=retention_days)).isoformat() if retention_days is not None else None
+            summary = GcSummary(cutoff=cutoff)
+            expired = await self._expired(cutoff) if cutoff else []
+            for sid in expired:
+                await self._store.delete(sid)
+            summary.sessions_deleted = len(expired)
+            summary.texts_deleted = await self._forget_data(expired)
+            summary.orphans_deleted, texts = await self._delete_orphans()
+            summary.texts_deleted += texts + await self._content.sweep_unreferenced()
+            finished = await self._finished_ids()
+            await self._checkpointer.aprune(sorted(finished), strategy="keep_latest")
+            summary.sessions_pruned = len(finished)
+            summary.bytes_reclaimed = await self.reclaim(convert=convert)
+            log.info("storage_collected", **summary.model_dump())
+            return summary
+
+    async def _expired(self, cutoff: str) -> list[str]:
+        marks = ",".join("?" for _ in FINISHED_STATUSES)
+        async with self._conn.execute(
+            f"SELECT id FROM sessions WHERE status IN ({marks}) AND updated_at < ? ORDER BY updated_at",
+            (*FINISHED_STATUSES, cutoff),
+        ) as cur:
+            return [str(row[0]) for row in await cur.fetchall()]
+
+    async def _finished_ids(self) -> set[str]:
+        marks = ",".join("?" for _ in FINISHED_STATUSES)
+        async with self._conn.execute(f"SELECT id FROM sessions WHERE status IN ({marks})", FINISHED_STATUSES) as cur:
+            return {str(row[0]) for row in await cur.fetchall()}
+
+    async def _known_ids(self) -> set[str]:
+        async with self._conn.execute("SELECT id FROM sessions") as cur:
+            return {str(row[0]) for row in await cur.fetchall()}
+
+    async def _delete_orphans(self) -> tuple[int, int]:
+        """Data whose session row is gone (a delete cut short, a crash). Everything is listed before the rows
+        are read: a session's row is written before any of its data, so a session created meanwhile is safe."""
+        threads = await self._checkpointer.thread_ids()
+        async with self._conn.execute("SELECT DISTINCT session_id FROM events") as cur:
+            logs = {str(row[0]) for row in await cur.fetchall()}
+        folders = {p.name for p in self._exports_dir.iterdir() if p.is_dir()} if self._exports_dir.exists() else set()
+        referring = await self._content.sessions_referring()
+        known = await self._known_ids()
+        orphans = sorted((threads | logs | folders | referring) - known)
+        texts = await self._forget_data(orphans) if orphans else 0
+        return len(orphans), texts
+
+    async def sweep_forever(self, retention_days: float, interval_s: float = RETENTION_SWEEP_INTERVAL_S) -> None:
+        """The server's retention: collect now and then every `interval_s` until cancelled."""
+        while True:
+            try:
+                await self.collect_garbage(retention_days=retention_days)
+            except Exception:
+                log.exception("retention_sweep_failed")
+            await asyncio.sleep(interval_s)
+
+
+def data_dir_bytes(data_dir: Path) -> int:
+    """Bytes under the data dir (every SQLite file with its WAL, exports, indexes)."""
+    return sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) if data_dir.exists() else 0

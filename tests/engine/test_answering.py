@@ -1,0 +1,147 @@
+"""Answer-first selection on small invented pages: question types and aspects, the lead sentence, yes/no
+verdicts, how-to leads, second hops, pronouns, short answers and saying that the sources do not answer."""
+
+from __future__ import annotations
+
+from research_tool.engines.base import NumberedSource, SynthesisInput
+from research_tool.engines.offline import OfflineEngine
+from research_tool.engines.text.answering import classify_question, select_answer
+from research_tool.engines.text.facts import is_declarative
+from research_tool.models.entities import SourceResult
+
+
+def page(n: int, title: str, text: str) -> NumberedSource:
+    return NumberedSource(
+        n=n, source=SourceResult(url=f"file:///pages.jsonl#{n}", title=title, source_name="local", full_content=text)
+    )
+
+
+def test_question_types_and_aspects() -> None:
+    assert classify_question("When did the Varn bridge open?").answer_type == "date"
+    assert classify_question("Who designed the Varn bridge?").answer_type == "person"
+    assert classify_question("How many arches does the Varn bridge have?").answer_type == "number"
+    assert classify_question("Are the Varn bridge and the Tolt bridge both toll bridges?").answer_type == "yes_no"
+    # opens like a yes/no question, but a wh-word asks for a value
+    assert classify_question("Do Tolt Harbour, the port, opened in which year?").answer_type == "date"
+    howto = classify_question("How do I compress a folder with a password and upload it?")
+    assert howto.answer_type == "howto" and len(howto.aspects) == 2
+
+
+def test_the_sentence_with_a_date_leads_not_the_one_that_restates_the_question() -> None:
+    sources = [
+        page(
+            1,
+            "Varn bridge",
+            "The Varn bridge is a stone bridge over the river Tolt. "
+            "People often ask when the Varn bridge opened to traffic. "
+            "The bridge opened to traffic in 1871 after nine years of work.",
+        )
+    ]
+    selection = select_answer("When did the Varn bridge open to traffic?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("The bridge opened to traffic in 1871")
+    assert selection.short_answer == "1871"
+
+
+def test_a_question_about_something_the_sources_never_mention_is_not_answered() -> None:
+    sources = [page(1, "Varn bridge", "The Varn bridge is a stone bridge over the river Tolt, opened in 1871.")]
+    selection = select_answer("Which orchestra first performed the Quell symphony in Ostrava?", sources)
+    assert not selection.answered and selection.short_answer is None
+
+
+async def test_offline_report_says_not_answered_and_still_lists_what_was_found() -> None:
+    sources = [page(1, "Varn bridge", "The Varn bridge is a stone bridge over the river Tolt, opened in 1871.")]
+    request = SynthesisInput(
+        query="Which orchestra first performed the Quell symphony in Ostrava?", sources=sources, facts=[]
+    )
+    draft = (await OfflineEngine().synthesize(request)).value
+    assert draft.answered is False and draft.short_answer is None
+    assert draft.answer.startswith("_The sources found do not answer this question.")
+    assert "Varn bridge" in draft.answer  # what was found instead, cited
+    assert "[1]" in draft.answer
+
+
+def test_yes_no_same_attribute_verdicts_come_from_each_page() -> None:
+    sources = [
+        page(1, "Mara Quill", "Mara Quill (born 1950) is a Norwegian sculptor known for bronze birds."),
+        page(2, "Teo Brandt", "Teo Brandt (born 1961) is a Norwegian painter of coastal scenes."),
+        page(3, "Ilse Varga", "Ilse Varga (born 1972) is a Hungarian sculptor and teacher."),
+    ]
+    same = select_answer("Are Mara Quill and Teo Brandt of the same nationality?", sources)
+    assert same.answered and same.verdict == "Yes" and same.short_answer == "yes"
+    different = select_answer("Are Mara Quill and Ilse Varga of the same nationality?", sources)
+    assert different.verdict == "No"
+
+
+def test_yes_no_both_questions_check_each_page_for_the_predicate() -> None:
+    sources = [
+        page(1, "Quarry Lane", "Quarry Lane is a board game for two players published in 1988."),
+        page(2, "Tin Harbor", "Tin Harbor is a card game about trading ships, published in 1990."),
+        page(3, "Salt Roads", "Salt Roads is a board game about merchants, published in 1994."),
+    ]
+    assert select_answer("Are Quarry Lane and Salt Roads both board games?", sources).verdict == "Yes"
+    assert select_answer("Are Quarry Lane and Tin Harbor both board games?", sources).verdict == "No"
+
+
+def test_how_to_leads_with_the_call_signature_then_one_sentence_per_aspect() -> None:
+    text = (
+        "archiver.pack — Pack a folder into one archive file.\n\n"
+        "archiver.pack(folder, target, password=None, level=6)\n\n"
+        "Pack every file of folder into target. "
+        "If password is given, the archive is encrypted with that password. "
+        "The level argument sets the compression level from 0 to 9."
+    )
+    other = "uploader — Send files to a server.\n\nThe uploader module sends files over HTTP to a server."
+    sources = [page(1, "archiver.pack — Pack a folder", text), page(2, "uploader — Send files", other)]
+    selection = select_answer("How do I pack a folder into an archive with a password?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement == "archiver.pack(folder, target, password=None, level=6)"
+    assert any("encrypted with that password" in c.statement for c in selection.sentences[1:])
+    assert selection.short_answer == "archiver.pack(folder=..., password=...)"  # the parameters asked about
+
+
+def test_second_hop_page_answers_a_bridge_question() -> None:
+    sources = [
+        page(
+            1,
+            "The Glass Orchard",
+            "The Glass Orchard is a 1962 novel about a family of glassblowers. "
+            "It was written by Edda Lorne, who wrote it in one winter.",
+        ),
+        page(
+            2,
+            "Edda Lorne",
+            "Edda Lorne was a novelist from the coast. She was born in the harbour town of Vesk in 1921.",
+        ),
+    ]
+    selection = select_answer("In what year was the author of The Glass Orchard born?", sources)
+    assert selection.answered
+    assert "1921" in selection.sentences[0].statement  # the author's own page leads
+    assert selection.sentences[1].n == 1  # then the sentence that links to it
+    assert selection.short_answer == "1921"
+
+
+def test_a_sentence_opening_with_a_pronoun_is_quoted_with_its_antecedent() -> None:
+    sources = [
+        page(
+            1,
+            "Harbour museums",
+            "Ruth Alder founded the Vesk maritime museum in 1950. "
+            "She later became the first curator of the national ship archive.",
+        )
+    ]
+    selection = select_answer(
+        "Which post did the founder of the Vesk maritime museum hold at the ship archive?", sources
+    )
+    statements = [c.statement for c in selection.sentences]
+    assert statements[0].startswith("She later became the first curator")
+    assert statements[1].startswith("Ruth Alder founded")
+
+
+def test_a_long_sentence_ending_in_a_colon_and_a_sentence_listing_names_are_statements() -> None:
+    assert is_declarative("The river Tolt passes through four provinces on its way to the northern sea:")
+    assert not is_declarative("Parameters of the function:")
+    assert is_declarative(
+        "Anna, Bert, Carl, Dora, Emil and Frida founded the rowing club in 1901, and the club still races on the river."
+    )
+    assert not is_declarative("Functions in toolkit: alpha, beta, gamma, delta, epsilon, zeta, eta, theta.")
