@@ -1,5 +1,5 @@
-"""Suite-wide isolation: rate limiters and circuit breakers are process-wide by design, so each test
-starts with fresh ones (a breaker opened by one test must not refuse the next test's requests)."""
+"""Suite-wide isolation, in one fixture: process-wide state is reset around every test, and nothing from the
+developer's environment (keys, tokens, model or provider endpoints) reaches the code under test."""
 
 from __future__ import annotations
 
@@ -7,14 +7,44 @@ from collections.abc import Iterator
 
 import pytest
 
+from research_tool.core.settings import PROVIDER_NAMES, reset_settings_cache
 from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
 from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 
+# Variables that would send a test's requests to a real service or with a real credential.
+FOREIGN_ENV: tuple[str, ...] = (
+    "TAVILY_API_KEY",
+    "EXA_API_KEY",
+    "BRAVE_API_KEY",
+    "SEMANTIC_SCHOLAR_API_KEY",
+    "NCBI_API_KEY",
+    "UNPAYWALL_EMAIL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "OLLAMA_BASE_URL",
+    "OLLAMA_HOST",
+    "OLLAMA_API_KEY",
+    "RESEARCH_API_TOKEN",
+    "RESEARCH_LLM",
+    "RESEARCH_OLLAMA_BASE_URL",
+    *(f"RESEARCH_{name.upper()}_BASE_URL" for name in PROVIDER_NAMES),
+    *(f"RESEARCH_{name.upper()}_RPS" for name in PROVIDER_NAMES),
+)
+
+
+def reset_process_state() -> None:
+    """Rate limiters and circuit breakers are process-wide by design (every session shares a provider's
+    budget), and get_settings() caches the environment: a test starts and ends with none of them."""
+    RATE_LIMITERS.clear()
+    CIRCUIT_BREAKERS.clear()
+    reset_settings_cache()
+
 
 @pytest.fixture(autouse=True)
-def fresh_limits_and_breakers() -> Iterator[None]:
-    RATE_LIMITERS.clear()
-    CIRCUIT_BREAKERS.clear()
+def isolated_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in FOREIGN_ENV:
+        monkeypatch.delenv(name, raising=False)
+    reset_process_state()
     yield
-    RATE_LIMITERS.clear()
-    CIRCUIT_BREAKERS.clear()
+    reset_process_state()

@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,9 @@ import pytest
 from research_tool.core.errors import BadInputError
 from research_tool.providers.local_corpus import index as corpus_index
 from research_tool.providers.local_corpus.index import CorpusIndex, build_match_query
+from tests.support.eval_data import eval_data_dir
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact" / "corpus.jsonl"
+SCIFACT = eval_data_dir() / "scifact" / "corpus.jsonl"
 
 
 def write(path: Path, text: str) -> Path:
@@ -222,10 +224,15 @@ async def test_title_match_ranks_first(tmp_path: Path) -> None:
         "a" * 5000,
     ],
 )
-async def test_hostile_queries_never_raise(corpus: Path, index: CorpusIndex, query: str) -> None:
+async def test_hostile_queries_are_plain_words(corpus: Path, index: CorpusIndex, query: str) -> None:
+    """FTS5 syntax in a query is inert: it finds exactly what its words alone find, and no words, nothing."""
     await index.index_folder(corpus)
     hits = await index.search(query, roots=[corpus], limit=5)
-    assert isinstance(hits, list)
+    words = " ".join(re.findall(r"[^\W_]+", query))
+    plain = await index.search(words, roots=[corpus], limit=5) if words else []
+    assert [(h.location, h.rank) for h in hits] == [(h.location, h.rank) for h in plain]
+    if "tea" in words.casefold().split():
+        assert "notes/plain.txt" in [h.location for h in hits]  # the kettle note is about tea
 
 
 def test_build_match_query_quotes_terms_and_drops_stopwords() -> None:
@@ -289,8 +296,8 @@ async def test_concurrent_searches_while_indexing(tmp_path: Path, index: CorpusI
     assert all(len(r) == 5 for r in results[1:])
 
 
-@pytest.mark.skipif(not SCIFACT.exists(), reason="SciFact data (../shared/eval) not present")
-async def test_scifact_corpus_indexes_in_seconds(tmp_path: Path) -> None:
+@pytest.mark.skipif(not SCIFACT.exists(), reason=f"SciFact data not found at {SCIFACT} (set EVAL_DATA_DIR)")
+async def test_the_whole_scifact_corpus_indexes_and_a_title_finds_its_abstract(tmp_path: Path) -> None:
     index = CorpusIndex(tmp_path / "scifact.db")
     stats = await index.index_folder(SCIFACT)
     assert stats.docs_total == 5183

@@ -92,6 +92,7 @@ def test_reflow_joins_prose_and_keeps_lists() -> None:
     assert first_sentence("Run it now. Then more.\n\nDetails.") == "Run it now."
 
 
+@pytest.mark.slow
 async def test_full_corpus_answers_the_demo_question(tmp_path: Path) -> None:
     target = tmp_path / "demo_corpus"
     count = build_demo_corpus(target)

@@ -22,41 +22,14 @@ from fastapi import FastAPI
 from research_tool.api.app import create_app
 from research_tool.bench.wiki_replay import Page, WikiReplay, build_pages, running_wiki
 from research_tool.core.settings import PROVIDER_NAMES, Settings
-from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
-from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 from research_tool.runtime.composition import ResearchServices
 
 CLOSED_PORT_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused at once
-KEY_ENV = (
-    "TAVILY_API_KEY",
-    "EXA_API_KEY",
-    "BRAVE_API_KEY",
-    "SEMANTIC_SCHOLAR_API_KEY",
-    "NCBI_API_KEY",
-    "UNPAYWALL_EMAIL",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "RESEARCH_API_TOKEN",
-    "RESEARCH_LLM",
-)
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
 OK_BODY = {"query": QUESTION, "providers": ["wikipedia"], "fetch": False, "tier": "simple"}
 WAIT_S = 30.0
 PAGE_CHARS = 3000
 SlowWiki = Callable[[float], AbstractContextManager[tuple[str, WikiReplay]]]
-
-
-@pytest.fixture(autouse=True)
-def clean_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Limiters and breakers are process-wide on purpose; each test starts from fresh ones, and no key
-    from the developer's environment leaks in."""
-    for name in KEY_ENV:
-        monkeypatch.delenv(name, raising=False)
-    RATE_LIMITERS.clear()
-    CIRCUIT_BREAKERS.clear()
-    yield
-    RATE_LIMITERS.clear()
-    CIRCUIT_BREAKERS.clear()
 
 
 def offline_settings(data_dir: Path, wiki_url: str = CLOSED_PORT_URL, **overrides: Any) -> Settings:

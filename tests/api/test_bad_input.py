@@ -227,3 +227,15 @@ def test_table_is_big_enough() -> None:
     assert len({c[0] for c in CASES}) == len(CASES)
     assert all(400 <= c[4] < 500 for c in CASES)
     assert json.dumps([c[3] for c in CASES if not isinstance(c[3], bytes)])
+
+
+@IN_MODULE_LOOP
+@pytest.mark.parametrize("route", ["/api/research/start", "/run"])
+async def test_corpus_path_the_os_refuses_is_bad_input(sessions: Sessions, route: str) -> None:
+    """A path component over 255 bytes makes every file call raise OSError (ENAMETOOLONG): 400, not 500."""
+    too_long = str(sessions.corpus / ("x" * 300))
+    nested_long = str(sessions.corpus / "a" / ("y" * 256) / "b")
+    for folder in (too_long, nested_long):
+        response = await sessions.api.client.post(route, json=start(providers=["local"], corpus_dirs=[folder]))
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["type"] == "bad_input"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from research_tool.bench.wiki_replay import WikiReplay
 
 from .conftest import LiveApi, offline_settings, serve
@@ -38,6 +40,7 @@ async def test_answers_resume_the_session_and_refine_the_question(api: LiveApi) 
     assert again.status_code == 409
 
 
+@pytest.mark.slow
 async def test_without_an_answer_the_session_goes_on_after_the_timeout(
     tmp_path: Path, wiki: tuple[str, WikiReplay]
 ) -> None:

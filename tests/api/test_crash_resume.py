@@ -22,8 +22,9 @@ import pytest
 
 from research_tool.bench.wiki_replay import Page, running_wiki
 from research_tool.core.settings import PROVIDER_NAMES
+from tests.conftest import FOREIGN_ENV
 
-from .conftest import CLOSED_PORT_URL, KEY_ENV, OK_BODY, free_socket, sse_events
+from .conftest import CLOSED_PORT_URL, OK_BODY, free_socket, sse_events
 
 START_TIMEOUT_S = 30.0
 QUESTIONS = (
@@ -34,7 +35,7 @@ QUESTIONS = (
 
 
 def server_env(data_dir: Path, wiki_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in KEY_ENV and not k.startswith("RESEARCH_")}
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV and not k.startswith("RESEARCH_")}
     env.update({f"RESEARCH_{n.upper()}_BASE_URL": CLOSED_PORT_URL for n in PROVIDER_NAMES if n != "local"})
     env.update(
         RESEARCH_DATA_DIR=str(data_dir),

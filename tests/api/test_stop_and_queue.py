@@ -7,6 +7,8 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.polling import eventually
 
 from .conftest import QUESTION, LiveApi, SlowWiki, offline_settings, serve
@@ -19,6 +21,7 @@ async def collect_cycles_started(api: LiveApi, session_id: str) -> int:
     return sum(1 for e in events if e.type == "phase_started" and e.phase == "collect")
 
 
+@pytest.mark.slow
 async def test_stop_during_collect_completes_with_a_report_and_the_users_reason(
     tmp_path: Path, slow_wiki: SlowWiki
 ) -> None:
@@ -54,6 +57,7 @@ async def test_stop_during_collect_completes_with_a_report_and_the_users_reason(
             assert late.status_code == 409 and late.json()["error"]["type"] == "conflict"
 
 
+@pytest.mark.slow
 async def test_stopping_a_queued_session_twice_is_accepted_and_it_still_reports(
     tmp_path: Path, slow_wiki: SlowWiki
 ) -> None:
@@ -74,6 +78,7 @@ async def test_stopping_a_queued_session_twice_is_accepted_and_it_still_reports(
             assert (await api.report(running))["stop_reason"] != "user_requested"
 
 
+@pytest.mark.slow
 async def test_twelve_sessions_with_a_limit_of_three_all_complete_never_more_than_three_running(
     tmp_path: Path, slow_wiki: SlowWiki
 ) -> None:

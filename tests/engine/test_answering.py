@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from research_tool.engines.base import NumberedSource, SynthesisInput
 from research_tool.engines.offline import OfflineEngine
-from research_tool.engines.text.answering import classify_question, select_answer
+from research_tool.engines.text.answering import api_title_match, classify_question, identifier_matched, select_answer
 from research_tool.engines.text.facts import is_declarative
 from research_tool.models.entities import SourceResult
 
@@ -145,3 +145,61 @@ def test_a_long_sentence_ending_in_a_colon_and_a_sentence_listing_names_are_stat
         "Anna, Bert, Carl, Dora, Emil and Frida founded the rowing club in 1901, and the club still races on the river."
     )
     assert not is_declarative("Functions in toolkit: alpha, beta, gamma, delta, epsilon, zeta, eta, theta.")
+
+
+def test_how_to_leads_with_the_api_page_whose_name_spells_the_question_even_without_prose() -> None:
+    sources = [
+        page(
+            1,
+            "tarball.pack — Describe the usual layout of packed ZIP archives.",
+            "tarball.pack — Describe the usual layout of packed ZIP archives.\n\ntarball.pack()\n\n"
+            "Describe the usual layout of packed ZIP archives.",
+        ),
+        # a page holding only a signature and a member list: no prose, yet its name is the answer
+        page(2, "tarball.ZipUnpacker", "tarball.ZipUnpacker\n\ntarball.ZipUnpacker(f, members=None)\n\n"),
+    ]
+    selection = select_answer("How do I unpack a ZIP archive into folders?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement == "tarball.ZipUnpacker(f, members=None)"
+    assert selection.short_answer is not None and selection.short_answer.startswith("tarball.ZipUnpacker(")
+
+
+def test_an_api_name_matches_the_words_it_abbreviates_or_contains() -> None:
+    assert identifier_matched(["dictionary", "read"], "csvlib.DictReader") == {"dictionary", "read"}
+    assert identifier_matched(["iso"], "dates.fromisoformat") == {"iso"}
+    assert identifier_matched(["file"], "csvlib.DictReader") == frozenset()
+    # only a how-to question looks at API names, and only a title that names an API counts
+    assert api_title_match("How do I read a file into dictionaries?", "csvlib.DictReader") > 0.5
+    assert api_title_match("Who read the dictionaries?", "csvlib.DictReader") == 0.0
+    assert api_title_match("How do I read a file into dictionaries?", "Reading dictionaries") == 0.0
+
+
+def short(question: str, sentence: str) -> str | None:
+    return select_answer(question, [page(1, "Notes", sentence)]).short_answer
+
+
+def test_short_answer_takes_the_value_beside_the_question_words_not_the_first_one() -> None:
+    # two dates: the one next to the question's words answers
+    assert (
+        short("When was the Tolt convention held?", "After the 1851 floods, the 1871 Tolt convention was held.")
+        == "1871"
+    )
+    # "what percentage" asks for a value, and the value beside the question's words is the answer
+    assert (
+        short(
+            "What percentage of Tolt pupils attend Varn schools?",
+            "About 7% of infants and 32% of Tolt pupils attend Varn schools.",
+        )
+        == "32%"
+    )
+
+
+def test_short_answer_names_what_the_head_noun_introduces_and_keeps_joined_names_whole() -> None:
+    assert (
+        short("What toxin stops the Tolt beetle?", "A toxin called velorin stops the Tolt beetle from feeding.")
+        == "called velorin"
+    )
+    assert (
+        short("Who founded the Varn guild?", "The Varn guild was founded by Ann Lee and Bo Tam in the old town.")
+        == "Ann Lee and Bo Tam"
+    )

@@ -51,16 +51,14 @@ def test_mentions_have_types() -> None:
 
 
 def test_conjoined_names_split_but_titles_with_and_stay_whole() -> None:
-    names = [
-        m.text for m in find_mentions("Are Christopher Nolan and Sathish Kalathil both directors of Kiss and Tell?")
-    ]
-    assert names == ["Christopher Nolan", "Sathish Kalathil", "Kiss and Tell"]
+    names = [m.text for m in find_mentions("Are Petra Lindqvist and Omar Haddad both directors of Kiss and Tell?")]
+    assert names == ["Petra Lindqvist", "Omar Haddad", "Kiss and Tell"]
 
 
 def test_definition_sentence_types_the_document_subject() -> None:
     assert classify_by_definition("Shirley Temple", SHIRLEY_TEMPLE) == "person"
     assert classify_by_definition("Kiss and Tell", KISS_AND_TELL) == "work"
-    assert classify_by_definition("Leland", "Leland is a town in Brunswick County, North Carolina.") == "place"
+    assert classify_by_definition("Marlow", "Marlow is a town in Orla County, on the river Sava.") == "place"
     assert clean_title("Kiss and Tell (1945 film)") == "Kiss and Tell"
 
 

@@ -16,16 +16,16 @@ def test_slots_of_typical_questions() -> None:
     kinds = {
         q: required_slots(q)[0].kind
         for q in [
-            "Who directed the film that was shot in Leland, North Carolina in 1986?",
-            "When was the Brisbane Institute founded?",
-            "Where is Two Dollar Radio based?",
-            "How many records has Engelbert Humperdinck sold?",
-            "Are Christopher Nolan and Sathish Kalathil both film directors?",
+            "Who designed the bridge that was built across the Orla river in 1952?",
+            "When was the Marlow Rowing Club founded?",
+            "Where is Bellwether Press based?",
+            "How many copies has the novel Salt Harbour sold?",
+            "Are Petra Lindqvist and Omar Haddad both architects?",
             "Why does subprocess.run raise TimeoutExpired?",
             "How do I run a subprocess with a timeout in Python?",
             "What is asyncio?",
-            "Scott Howell has worked with the mayor of what city?",
-            "The manuscript is in the hand of a German musician whose godfather is whom?",
+            "Mira Castell has worked with the mayor of what city?",
+            "The letter is in the hand of a Dutch poet whose teacher is whom?",
         ]
     }
     assert list(kinds.values()) == [
@@ -43,35 +43,33 @@ def test_slots_of_typical_questions() -> None:
 
 
 def test_bridge_slot_and_which_slot() -> None:
-    slots = required_slots(
-        "Which government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
-    )
-    assert slots[0].kind == "entity" and slots[0].terms == ("government", "position")
+    slots = required_slots("Which academic position was held by the woman who designed the Orla Bridge in Marlow?")
+    assert slots[0].kind == "entity" and slots[0].terms == ("academic", "position")
     assert any(s.name == "bridge:woman" and s.kind == "person" for s in slots)
 
 
 def test_comparison_question_needs_each_subject() -> None:
-    question = "Are Christopher Nolan and Sathish Kalathil both film directors?"
+    question = "Are Petra Lindqvist and Omar Haddad both architects?"
     names = [s.name for s in required_slots(question)]
-    assert "subject:Christopher Nolan" in names and "subject:Sathish Kalathil" in names
-    half = evaluate_slots(question, [_fact("Christopher Nolan is a British-American film director and producer.")])
-    assert half.filled["subject:Christopher Nolan"] and not half.filled["subject:Sathish Kalathil"]
+    assert "subject:Petra Lindqvist" in names and "subject:Omar Haddad" in names
+    half = evaluate_slots(question, [_fact("Petra Lindqvist is a Swedish architect and urban planner.")])
+    assert half.filled["subject:Petra Lindqvist"] and not half.filled["subject:Omar Haddad"]
     full = evaluate_slots(
         question,
         [
-            _fact("Christopher Nolan is a British-American film director and producer."),
-            _fact("Sathish Kalathil is an Indian film director and producer of documentaries."),
+            _fact("Petra Lindqvist is a Swedish architect and urban planner."),
+            _fact("Omar Haddad is a Lebanese architect who designs public libraries."),
         ],
     )
     assert full.all_filled
 
 
 def test_person_slot_filled_only_by_a_new_person_in_a_relevant_fact() -> None:
-    question = "Who directed the film that was shot in Leland, North Carolina in 1986?"
-    weak = evaluate_slots(question, [_fact("Maximum Overdrive was written and directed by Stephen King.", 0.1)])
+    question = "Who directed the film that was shot in the town of Marlow in 1971?"
+    weak = evaluate_slots(question, [_fact("Harbour Lights was written and directed by Robert Weiss.", 0.1)])
     assert not weak.filled["answer"]
-    strong = evaluate_slots(question, [_fact("Maximum Overdrive was written and directed by Stephen King.")])
-    assert strong.filled["answer"] and strong.fillers["answer"] == "Stephen King"
+    strong = evaluate_slots(question, [_fact("Harbour Lights was written and directed by Robert Weiss.")])
+    assert strong.filled["answer"] and strong.fillers["answer"] == "Robert Weiss"
 
 
 def test_domain_detection() -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from research_tool.graph.decisions.source_ranking import propagate_links
+from research_tool.graph.decisions.source_ranking import propagate_links, rank_sources
+from research_tool.models.entities import Evidence, Fact
 
 
 def test_chunks_sharing_a_title_pass_no_score_to_each_other() -> None:
@@ -14,3 +15,18 @@ def test_chunks_sharing_a_title_pass_no_score_to_each_other() -> None:
     linked = propagate_links({"p1": 1.0, "p2": 0.2, "p3": 0.1}, sources)
     assert linked["p2"] == 0.2  # the other chunk of "Tolt River" is named in p1's text but gains nothing
     assert linked["p3"] > 0.1  # a different page named in p1's text still inherits
+
+
+def test_a_how_to_question_cites_the_api_page_its_words_spell_even_without_facts() -> None:
+    sources = {
+        "a": {"title": "zipper.pack — Describe packed archives.", "full_content": "Describe packed archives."},
+        "b": {"title": "zipper.ArchiveUnpacker", "full_content": "zipper.ArchiveUnpacker(f)"},
+        "c": {"title": "Unpacking archives", "full_content": "An essay."},
+    }
+    text = "Describe packed archives."
+    fact = Fact(id="f1", statement=text, evidence=[Evidence(source_url="a", quote=text)])
+    calls = [{"query": "unpack archive", "urls": ["a", "c", "b"]}]
+    chosen = rank_sources("How do I unpack an archive?", calls, [fact], 2, sources)
+    assert chosen[0] == "b"  # no fact of its own, but its name is the answer
+    assert "c" not in chosen  # a page without facts whose title names no API stays out
+    assert rank_sources("Who unpacked the archive?", calls, [fact], 2, sources) == ["a"]

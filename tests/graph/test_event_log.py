@@ -34,13 +34,17 @@ async def test_follow_replays_then_streams_live_and_ends_on_final_event(tmp_path
     for i in range(3):
         await log.append("s", "source_found", "collect", f"stored {i}")
     received: list[int] = []
+    replayed = asyncio.Event()
 
     async def reader() -> None:
         async for event in log.follow("s", after=1):
             received.append(event.seq)
+            if event.seq == 3:  # the last stored event: what comes next can only come live
+                replayed.set()
 
     task = asyncio.create_task(reader())
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(replayed.wait(), timeout=2)
+    assert received == [2, 3]
     await log.append("s", "source_found", "collect", "live")
     await log.append("s", "session_completed", "export", "done")
     await asyncio.wait_for(task, timeout=2)

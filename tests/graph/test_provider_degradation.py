@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
 from research_tool.providers.registry import PROVIDER_CLASSES, provider_class
@@ -40,6 +42,7 @@ async def test_circuit_breaker_opens_and_the_session_completes_without_that_prov
     assert report["metadata"]["degraded_mode"] is False  # local kept answering
 
 
+@pytest.mark.slow
 async def test_local_only_sends_zero_requests_to_cloud_providers(tmp_path: Path, stdlib_corpus: Path) -> None:
     cloud = [name for name in PROVIDER_CLASSES if provider_class(name).privacy == "cloud"]
     with counting_server(status=200, body=b"{}") as (url, counter):

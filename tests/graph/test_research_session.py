@@ -77,6 +77,7 @@ async def test_each_guard_stops_a_real_session_with_its_reason(
     assert_citations_resolve(result.report, result.state)
 
 
+@pytest.mark.slow
 async def test_a_session_whose_providers_all_fail_completes_degraded(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", wikipedia_base_url="http://127.0.0.1:9")  # discard port: refused
     request = ResearchRequest(

@@ -16,17 +16,6 @@ from research_tool.engines.llm import LLMEngine
 from .fallback_engine import RecordingFallback
 from .servers import OllamaServer, OpenAIServer, ScriptedChatServer
 
-MODEL_ENV = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OLLAMA_BASE_URL",
-    "OLLAMA_HOST",
-    "OLLAMA_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "RESEARCH_LLM",
-    "RESEARCH_OLLAMA_BASE_URL",
-)
-
 
 @pytest.fixture(autouse=True)
 def _logs_to_this_tests_stderr() -> Iterator[None]:
@@ -36,13 +25,6 @@ def _logs_to_this_tests_stderr() -> Iterator[None]:
     configure_logging("console", "INFO")
     yield
     structlog.configure(**saved)
-
-
-@pytest.fixture(autouse=True)
-def _no_model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only what a test sets reaches the settings and the clients (no real keys, no real servers)."""
-    for name in MODEL_ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 def llm_settings(kind: str, base_url: str, **overrides: object) -> Settings:

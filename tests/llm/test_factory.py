@@ -65,6 +65,7 @@ def test_ollama_on_a_public_host_is_bad_input_under_hybrid() -> None:
         create_engine(llm_settings("ollama", "http://8.8.8.8:11434"), privacy_mode="hybrid")
 
 
+@pytest.mark.slow
 def test_cloud_allowed_accepts_public_and_cloud_models() -> None:
     engine = create_engine(llm_settings("openai", PUBLIC), privacy_mode="cloud_allowed")
     assert isinstance(engine, LLMEngine) and engine.model == "openai:test-model" and engine.name == "llm"

@@ -1,5 +1,5 @@
-"""Fixtures for the provider tests: a replay server per test, the shared HTTP client, clean
-process-wide limiters and breakers, and Settings pointed at the replay server."""
+"""Fixtures for the provider tests: a replay server per test, the shared HTTP client, and Settings pointed
+at the replay server (tests/conftest.py resets the process-wide limiters and breakers)."""
 
 from __future__ import annotations
 
@@ -12,35 +12,8 @@ import pytest
 
 from research_tool.core.settings import PROVIDER_NAMES, Settings
 from research_tool.providers.http_client import create_http_client
-from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
-from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 
 from .replay import ReplayServer
-
-KEY_ENV = (
-    "TAVILY_API_KEY",
-    "EXA_API_KEY",
-    "BRAVE_API_KEY",
-    "SEMANTIC_SCHOLAR_API_KEY",
-    "NCBI_API_KEY",
-    "UNPAYWALL_EMAIL",
-)
-
-
-@pytest.fixture(autouse=True)
-def clean_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Limiters and breakers are process-wide on purpose; each test starts from fresh ones, and no
-    key or base URL from the developer's environment leaks in."""
-    for name in KEY_ENV:
-        monkeypatch.delenv(name, raising=False)
-    for name in PROVIDER_NAMES:
-        monkeypatch.delenv(f"RESEARCH_{name.upper()}_BASE_URL", raising=False)
-        monkeypatch.delenv(f"RESEARCH_{name.upper()}_RPS", raising=False)
-    RATE_LIMITERS.clear()
-    CIRCUIT_BREAKERS.clear()
-    yield
-    RATE_LIMITERS.clear()
-    CIRCUIT_BREAKERS.clear()
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ def js_site(replay: ReplayServer) -> ReplayServer:
     return replay
 
 
+@pytest.mark.slow
 async def test_browser_renders_javascript_written_text(
     js_site: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
 ) -> None:
@@ -66,6 +67,7 @@ async def test_browser_renders_javascript_written_text(
     assert len(js_site.requests_for("/static/app.js")) == 1  # served through the guarded downloader
 
 
+@pytest.mark.slow
 async def test_auto_mode_falls_back_to_the_browser_for_a_script_shell(
     js_site: ReplayServer, make_settings: Callable[..., Settings], client: httpx.AsyncClient
 ) -> None:

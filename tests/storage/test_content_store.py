@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -102,5 +103,33 @@ async def test_nodes_see_the_same_source_dicts_as_before(tmp_path: Path) -> None
         assert merged[entry["url"]]["content_key"] == kept["content_key"]
         newer = merge_sources(stored, {entry["url"]: {**kept, "content_key": "f" * 64, "content_length": 3}})
         assert newer[entry["url"]]["content_key"] == "f" * 64 and newer[entry["url"]]["content_length"] == 3
+    finally:
+        await store.aclose()
+
+
+async def test_text_sqlite_cannot_encode_is_stored_with_a_replacement_character(tmp_path: Path) -> None:
+    store = await ContentStore.open(tmp_path / "content.db")
+    try:
+        keys = await store.put_many("s1", {"https://example.org/pdf": "caf\ud800e au lait"})
+        got = await store.get_many([("https://example.org/pdf", keys["https://example.org/pdf"])])
+    finally:
+        await store.aclose()
+    assert list(got.values()) == ["caf\ufffde au lait"]
+
+
+async def test_sessions_storing_and_releasing_at_once_each_get_their_own_texts_back(tmp_path: Path) -> None:
+    store = await ContentStore.open(tmp_path / "content.db")
+
+    async def session(n: int) -> None:
+        for round_ in range(5):
+            texts = {f"https://example.org/{n}/{round_}/{k}": f"page {n}.{round_}.{k} " * 200 for k in range(8)}
+            keys = await store.put_many(f"s{n}", texts)
+            got = await store.get_many(keys.items())
+            assert {url: got[(url, key)] for url, key in keys.items()} == texts
+        await store.release([f"s{n}"])
+
+    try:
+        await asyncio.gather(*(session(n) for n in range(6)))
+        assert await store.stats() == (0, 0)
     finally:
         await store.aclose()

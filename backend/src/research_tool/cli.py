@@ -76,7 +76,22 @@ class Interruption:
     session_id: str | None = None
 
 
+def terminal_text(text: str) -> str:
+    """Source text for the terminal: one line, no control characters (ESC sequences, BEL, NUL)."""
+    from research_tool.reporting.text import one_line
+
+    return one_line(text)
+
+
 # --- argument parsing ---------------------------------------------------------------------------
+
+
+def session_id_arg(value: str) -> str:
+    from research_tool.models.sessions import is_valid_session_id
+
+    if not is_valid_session_id(value):
+        raise argparse.ArgumentTypeError(f"invalid session id {value[:80]!r}: use letters, digits, '-' and '_'")
+    return value
 
 
 def build_parser() -> OneLineParser:
@@ -95,11 +110,11 @@ def build_parser() -> OneLineParser:
     run.add_argument("--no-clarify", action="store_true")
     run.add_argument("--no-fetch", action="store_true")
     run.add_argument("--max-time", type=float, metavar="S")
-    run.add_argument("--session-id")
+    run.add_argument("--session-id", type=session_id_arg)
     run.add_argument("-v", "--verbose", action="store_true", help="print every progress event")
 
     resume = sub.add_parser("resume", help="resume an interrupted session")
-    resume.add_argument("session_id", help="a session id or a unique prefix of one")
+    resume.add_argument("session_id", type=session_id_arg, help="a session id or a unique prefix of one")
     resume.add_argument("--format", choices=FORMATS, default="md")
     resume.add_argument("--out", type=Path)
     resume.add_argument("-v", "--verbose", action="store_true", help="print every progress event")
@@ -109,12 +124,14 @@ def build_parser() -> OneLineParser:
     sessions.add_argument("--limit", type=int, default=50)
 
     show = sub.add_parser("show", help="print a finished session's report")
-    show.add_argument("session_id", help="a session id or a unique prefix of one")
+    show.add_argument("session_id", type=session_id_arg, help="a session id or a unique prefix of one")
     show.add_argument("--format", choices=FORMATS, default="md")
     show.add_argument("--out", type=Path)
 
     delete = sub.add_parser("delete", help="delete sessions with their events and checkpoints")
-    delete.add_argument("session_ids", nargs="+", metavar="session_id", help="ids or unique prefixes")
+    delete.add_argument(
+        "session_ids", nargs="+", metavar="session_id", type=session_id_arg, help="ids or unique prefixes"
+    )
 
     search = sub.add_parser("search", help="query one provider and print normalized results")
     search.add_argument("--provider", required=True, choices=SEARCH_PROVIDERS)
@@ -242,7 +259,8 @@ class ProgressDisplay:
         style = {"provider_error": "yellow", "session_failed": "red", "session_completed": "green"}.get(event.type)
         line = Text(f"{event.seq:>4} ", style="dim")
         line.append(f"{event.phase or '':<10} ", style="cyan")
-        line.append(event.message, style=style or "")  # event text quotes sources: appended as plain text
+        # event text quotes sources: appended as plain text, without terminal control characters
+        line.append(terminal_text(event.message), style=style or "")
         self.console.print(line)
 
 
@@ -625,7 +643,8 @@ def print_results_table(results: list[dict[str, Any]]) -> None:
 
     table = Table("#", "title", "url", "date")
     for i, r in enumerate(results, start=1):
-        table.add_row(str(i), Text((r["title"] or "")[:70]), Text(r["url"][:80]), Text(r.get("published_date") or ""))
+        title, url = terminal_text(r["title"] or "")[:70], terminal_text(r["url"])[:80]
+        table.add_row(str(i), Text(title), Text(url), Text(r.get("published_date") or ""))
     Console(highlight=False).print(table)
 
 
@@ -745,10 +764,10 @@ async def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.runtime.http_server import run_server
 
-    uvicorn.run("research_tool.api.app:create_app", factory=True, host=args.host, port=args.port, workers=1)
+    run_server(settings, args.host, args.port)
     return EXIT_OK
 
 
@@ -805,7 +824,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_BAD_INPUT
     configure_logging(settings.log_format, os.environ.get("RESEARCH_LOG_LEVEL", "WARNING"))
     if args.command == "serve":
-        return cmd_serve(args)
+        return cmd_serve(args, settings)
     try:
         return asyncio.run(COMMANDS[args.command](args, settings))
     except (CliError, BadInputError, SessionNotFoundError, SessionStateError) as exc:

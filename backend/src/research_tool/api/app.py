@@ -18,6 +18,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from research_tool import __version__
 from research_tool.api.body_size import BodySizeLimitMiddleware
 from research_tool.api.errors import ApiError, install_error_handlers
+from research_tool.api.host_guard import HostGuardMiddleware, parse_allowed_hosts
 from research_tool.api.mcp_server import build_mcp_server, mcp_http_route
 from research_tool.api.metrics import ApiMetrics
 from research_tool.api.routes.pages import install_pages
@@ -97,4 +98,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
             expose_headers=["Location", "X-Session-Id"],
         )
+    # Outermost: a request for a host this server is not (DNS rebinding) is refused before anything runs.
+    app.add_middleware(
+        HostGuardMiddleware, allowed_hosts=parse_allowed_hosts(settings.allowed_hosts), cors_origins=origins
+    )
     return app

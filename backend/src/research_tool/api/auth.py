@@ -18,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import HTTPConnection
 
 from research_tool.api.errors import ApiError
+from research_tool.core.settings import Settings, secret_value
 
 WS_SUBPROTOCOL = "research-tool"
 WS_TOKEN_PREFIX = "bearer."
@@ -26,8 +27,8 @@ bearer_scheme = HTTPBearer(auto_error=False, description="RESEARCH_API_TOKEN, wh
 
 
 def expected_token(connection: HTTPConnection) -> str | None:
-    token: str | None = connection.app.state.settings.api_token
-    return token or None
+    settings: Settings = connection.app.state.settings
+    return secret_value(settings.api_token)
 
 
 def token_matches(expected: str, given: str | None) -> bool:

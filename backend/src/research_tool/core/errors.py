@@ -136,7 +136,3 @@ class EngineOutputError(EngineError):
 
     error_type = "engine_output"
     retryable = True
-
-
-class BudgetExceededError(ResearchToolError):
-    error_type = "budget_exceeded"

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROVIDER_NAMES: tuple[str, ...] = (
@@ -23,10 +23,6 @@ PROVIDER_NAMES: tuple[str, ...] = (
     "local",
     "crawler",
 )
-
-
-def _alias(*names: str) -> AliasChoices:
-    return AliasChoices(*names)
 
 
 class Settings(BaseSettings):
@@ -54,8 +50,15 @@ class Settings(BaseSettings):
     max_concurrent_sessions: int = Field(default=32, ge=1, le=1000)
     max_queued_sessions: int = Field(default=2000, ge=0, le=100_000)
     clarify_timeout_s: float = Field(default=600.0, gt=0)
-    api_token: str | None = None
+    api_token: SecretStr | None = None
     cors_origins: str = ""
+    # Host names the server answers to besides localhost and its bound address (DNS-rebinding guard):
+    # comma-separated, `*.example.org` wildcards, `*` for any (behind a proxy that checks Host).
+    allowed_hosts: str = ""
+    # Slow and numerous clients: request headers must arrive within this many seconds of the connection
+    # (or of the previous response); connections over the limit are closed at once (runtime/http_server.py).
+    header_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    max_connections: int = Field(default=500, ge=1, le=100_000)
     max_request_bytes: int = 64 * 1024
     run_timeout_s: float = Field(default=600.0, gt=0)
     # Finished sessions last updated longer ago than this are deleted (`research-tool gc`, and the server
@@ -69,22 +72,22 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=300.0, gt=0)  # one model call (connect: 5 s)
     llm_context_tokens: int = Field(default=16_384, ge=2048)  # Ollama num_ctx (its default truncates prompts)
     ollama_base_url: str = Field(
-        default="http://localhost:11434", validation_alias=_alias("OLLAMA_BASE_URL", "RESEARCH_OLLAMA_BASE_URL")
+        default="http://localhost:11434", validation_alias=AliasChoices("OLLAMA_BASE_URL", "RESEARCH_OLLAMA_BASE_URL")
     )
-    openai_base_url: str | None = Field(default=None, validation_alias=_alias("OPENAI_BASE_URL"))
-    openai_api_key: str | None = Field(default=None, validation_alias=_alias("OPENAI_API_KEY"))
-    anthropic_api_key: str | None = Field(default=None, validation_alias=_alias("ANTHROPIC_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
 
     # Local documents (paths joined by os.pathsep).
     corpus_dirs: str = ""
 
     # Provider keys, under the providers' own names.
-    tavily_api_key: str | None = Field(default=None, validation_alias=_alias("TAVILY_API_KEY"))
-    exa_api_key: str | None = Field(default=None, validation_alias=_alias("EXA_API_KEY"))
-    brave_api_key: str | None = Field(default=None, validation_alias=_alias("BRAVE_API_KEY"))
-    semantic_scholar_api_key: str | None = Field(default=None, validation_alias=_alias("SEMANTIC_SCHOLAR_API_KEY"))
-    ncbi_api_key: str | None = Field(default=None, validation_alias=_alias("NCBI_API_KEY"))
-    unpaywall_email: str | None = Field(default=None, validation_alias=_alias("UNPAYWALL_EMAIL"))
+    tavily_api_key: SecretStr | None = Field(default=None, validation_alias="TAVILY_API_KEY")
+    exa_api_key: SecretStr | None = Field(default=None, validation_alias="EXA_API_KEY")
+    brave_api_key: SecretStr | None = Field(default=None, validation_alias="BRAVE_API_KEY")
+    semantic_scholar_api_key: SecretStr | None = Field(default=None, validation_alias="SEMANTIC_SCHOLAR_API_KEY")
+    ncbi_api_key: SecretStr | None = Field(default=None, validation_alias="NCBI_API_KEY")
+    unpaywall_email: str | None = Field(default=None, validation_alias="UNPAYWALL_EMAIL")
 
     # Per-provider base URL and rate: RESEARCH_<NAME>_BASE_URL, RESEARCH_<NAME>_RPS.
     tavily_base_url: str | None = None
@@ -125,6 +128,15 @@ class Settings(BaseSettings):
         """Path of one of the SQLite files under the data dir (created on demand)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         return self.data_dir / name
+
+
+def secret_value(secret: SecretStr | None) -> str | None:
+    """The plain text of a key or token setting (None when unset or empty), for the one place it is sent.
+
+    Keys and the API token are `SecretStr`: printing, logging or dumping the settings shows `**********`.
+    """
+    value = secret.get_secret_value() if secret is not None else ""
+    return value or None
 
 
 @lru_cache(maxsize=1)

@@ -25,10 +25,11 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import httpx
+from pydantic import SecretStr
 
 from research_tool.core.errors import BadInputError, EngineUnavailableError
 from research_tool.core.logging import get_logger
-from research_tool.core.settings import Settings
+from research_tool.core.settings import Settings, secret_value
 from research_tool.engines.base import ReasoningEngine
 from research_tool.engines.llm import Closer, LLMEngine, LLMLimits
 from research_tool.engines.preflight import ollama_preflight, openai_preflight
@@ -177,7 +178,7 @@ def _openai_engine(
 
     base_url = (settings.openai_base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
     # Local OpenAI-compatible servers (vLLM, llama.cpp, LM Studio) ignore the key but the client wants one.
-    api_key = settings.openai_api_key or "not-needed"
+    api_key = settings.openai_api_key if secret_value(settings.openai_api_key) else SecretStr("not-needed")
     own_client = http_client is None
     client = http_client or httpx.AsyncClient(timeout=_client_timeout(settings))
     extra: dict[str, object] = {}
@@ -199,7 +200,7 @@ def _openai_engine(
         chat,
         model_spec=str(spec),
         fallback=fallback,
-        preflight=openai_preflight(base_url, settings.openai_api_key, http_client),
+        preflight=openai_preflight(base_url, secret_value(settings.openai_api_key), http_client),
         closers=closers,
         limits=_limits(settings),
     )
@@ -220,11 +221,11 @@ def _anthropic_engine(spec: ModelSpec, settings: Settings, fallback: ReasoningEn
 
 
 def _check_keys(spec: ModelSpec, settings: Settings) -> None:
-    if spec.provider == "openai" and not settings.openai_api_key and not settings.openai_base_url:
+    if spec.provider == "openai" and not secret_value(settings.openai_api_key) and not settings.openai_base_url:
         raise EngineUnavailableError(
             f"RESEARCH_LLM={spec} needs OPENAI_API_KEY (or OPENAI_BASE_URL pointing at a local server)."
         )
-    if spec.provider == "anthropic" and not settings.anthropic_api_key:
+    if spec.provider == "anthropic" and not secret_value(settings.anthropic_api_key):
         raise EngineUnavailableError(f"RESEARCH_LLM={spec} needs ANTHROPIC_API_KEY.")
 
 

@@ -1,8 +1,8 @@
 """The exact JSON each LLM step must answer with (strict: unknown keys are errors).
 
-Plan answers with the seed's `PlanResponse` as is. Reflection and synthesis answer with the seed's
-`ReflectionResponse` / `SynthesisResponse` minus `metadata` (timestamp, model and token count are facts the
-engine knows and the model does not; the engine fills them in), and synthesis adds the report's findings and
+Plan answers with the seed's `PlanResponse` as is. Reflection answers with the seed's `ReflectionResponse`
+minus `metadata` (timestamp, model and token count are facts the engine knows and the model does not; the
+engine fills them in); synthesis answers with the answer text, its citations, and the report's findings and
 gaps. Clarify, apply-answers, extract and citation-support have no seed schema and are defined here. The
 prompt files in `engines/prompts/` show these same shapes to the model.
 """
@@ -69,7 +69,7 @@ class FindingAnswer(_Answer):
 
 
 class SynthesizeAnswer(_Answer):
-    """`SynthesisResponse` without `metadata`, plus findings and gaps. `citations` may be left out: the report
+    """The answer text with its citations, plus findings and gaps. `citations` may be left out: the report
     builds its citation list from the retrieved sources, never from the model."""
 
     answer: str = Field(min_length=1)

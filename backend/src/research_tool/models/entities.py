@@ -30,7 +30,7 @@ class StrictModel(BaseModel):
 
 
 class SourceResult(StrictModel):
-    """One result from a provider, normalized. `url` is canonical (see services.search.canonical)."""
+    """One result from a provider, normalized. `url` is canonical (see providers/source_identity.py)."""
 
     url: str
     title: str

@@ -39,12 +39,6 @@ class CitationRef(Strict):
     location: str
 
 
-class SynthesisResponse(Strict):
-    answer: str
-    citations: list[CitationRef]
-    metadata: ResponseMetadata
-
-
 class ErrorDetail(Strict):
     type: str
     message: str

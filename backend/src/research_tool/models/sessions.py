@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from research_tool.core.errors import BadInputError
 from research_tool.models.request import ResearchRequest
 
 SessionStatus = Literal["queued", "running", "awaiting_clarification", "stopping", "interrupted", "completed", "failed"]
@@ -18,6 +20,27 @@ UNFINISHED_STATUSES: tuple[str, ...] = ("queued", "running", "awaiting_clarifica
 # Every status a process resumes on start
 ACTIVE_STATUSES: tuple[str, ...] = (*UNFINISHED_STATUSES, INTERRUPTED)
 FINISHED_STATUSES: tuple[str, ...] = ("completed", "failed")
+
+# A session id names files and folders under the data dir (exports/<id>/), so it is a plain name:
+# letters, digits, '-' and '_', starting with a letter or digit, at most 64 characters (a uuid4 hex is 32).
+SESSION_ID_MAX_CHARS = 64
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)
+
+
+def is_valid_session_id(value: str) -> bool:
+    return _SESSION_ID.fullmatch(value) is not None
+
+
+def check_session_id(value: str) -> str:
+    """`value` if it is a valid session id, else BadInputError with one clear line."""
+    if not is_valid_session_id(value):
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise BadInputError(
+            f"invalid session id {shown!r}: use 1-{SESSION_ID_MAX_CHARS} letters, digits, '-' or '_', "
+            "starting with a letter or digit"
+        )
+    return value
 
 
 class SessionRecord(BaseModel):

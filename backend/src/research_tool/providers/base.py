@@ -6,8 +6,9 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
 import httpx
+from pydantic import SecretStr
 
-from research_tool.core.settings import Settings
+from research_tool.core.settings import Settings, secret_value
 from research_tool.models.entities import SourceResult
 
 Privacy = Literal["local", "cloud"]
@@ -56,7 +57,10 @@ class SearchProvider(ABC):
 
     def has_key(self) -> bool | None:
         """True/False for providers that take a key or email, None for those that need none."""
-        return None if self.key_field is None else bool(getattr(self.settings, self.key_field))
+        if self.key_field is None:
+            return None
+        value = getattr(self.settings, self.key_field)
+        return bool(secret_value(value) if isinstance(value, SecretStr) else value)
 
     @abstractmethod
     async def search(

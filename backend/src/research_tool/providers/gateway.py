@@ -162,26 +162,32 @@ class SearchGateway:
                 retry_after=paused_until - time.monotonic(),
             )
         remaining = deadline - time.monotonic()
+        settled = False  # the breaker was told how the call went
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
                 results = await provider.search(query, max_results, filters)
         except TimeoutError:
             # Cut off by the session's deadline (maybe while waiting for the rate limiter): not the provider's fault.
-            breaker.release_probe()
             raise ProviderTimeoutError(provider.name, "session deadline reached") from None
         except BREAKER_FAILURES:
             breaker.record_failure()
+            settled = True
             raise
         except RateLimitError:
-            breaker.release_probe()
             raise
         except ProviderError:
             breaker.record_success()  # it answered: the provider is up, the request was refused
+            settled = True
             raise
         except Exception as exc:
-            breaker.release_probe()
             log.exception("provider_parse_failed", provider=provider.name)
             raise ProviderResponseError(provider.name, f"could not read response: {type(exc).__name__}: {exc}") from exc
+        finally:
+            if not settled:
+                # Whatever ended the call without a verdict (a deadline, a 429, an unreadable answer, or a
+                # cancellation by a stop or a deadline), a half-open probe must not stay in flight: the
+                # process-wide breaker would refuse this provider until the process restarts.
+                breaker.release_probe()
         breaker.record_success()
         return results
 

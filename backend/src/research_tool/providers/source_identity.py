@@ -1,25 +1,32 @@
-"""Canonical URLs and the keys that say two results are the same source.
+"""Which source a result is: canonical URLs, DOIs, arXiv ids, and the grouping of results that are one source.
 
 URLs are normalized with courlan (scheme/host case, default ports, tracking parameters, sorted
 query) and lose their fragment; non-http(s) URLs (the local provider's `file://...#id`) are kept
-as they are, because their fragment names a document. A paper found by arXiv, Semantic Scholar
-and PubMed merges into one source by DOI, or by arXiv id when no DOI is shared.
+as they are, because their fragment names a document. Two results are the same source when they
+share a DOI, an arXiv id or a canonical URL, directly or through a third result (a Semantic Scholar
+record with both a DOI and an arXiv id joins the arXiv and the journal copies of one paper). The
+graph's collect step files every result under the canonical URL of the first sighting of its group.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Sequence
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import courlan
 
-from research_tool.models.entities import SourceResult
-
-_DOI_PATTERN = re.compile(r"\b(10\.\d{4,9}/[^\s\"'<>]+)", re.IGNORECASE)
+_DOI_CHAR = r"[^\s\"'<>]"
+# Wiley's 1990s DOIs embed a SICI whose contribution segment sits in angle brackets:
+# 10.1002/(SICI)1097-4636(199706)35:4<419::AID-JBM1>3.0.CO;2-L. Such a segment (it always holds "::")
+# is part of the DOI; any other "<" (an HTML tag after a DOI in a page) ends it.
+_SICI_SEGMENT = r"<[^\s\"'<>]*::[^\s\"'<>]*>"
+_DOI_PATTERN = re.compile(rf"\b(10\.\d{{4,9}}/(?:{_SICI_SEGMENT}|{_DOI_CHAR})+)", re.IGNORECASE)
+_PERCENT_ESCAPE = re.compile(r"%[0-9a-f]{2}", re.IGNORECASE)
 _DOI_PREFIXES = ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi:")
 # arXiv's own DOIs (DataCite): 10.48550/arXiv.2202.12139
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
+_ARXIV_PREFIX = re.compile(r"^arxiv:\s*", re.IGNORECASE)
 _ARXIV_NEW_ID = re.compile(r"(\d{4}\.\d{4,5})(v\d+)?", re.IGNORECASE)
 _ARXIV_OLD_ID = re.compile(r"([a-z][a-z\-]*(?:\.[a-z]{2})?/\d{7})(v\d+)?", re.IGNORECASE)
 _ARXIV_URL = re.compile(r"^https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/(.+?)(?:\.pdf)?/?$", re.IGNORECASE)
@@ -41,7 +48,11 @@ def canonical_url(url: str) -> str:
 
 
 def normalize_doi(raw: str | None) -> str | None:
-    """`https://doi.org/10.1038/X`, `doi:10.1038/x` and `10.1038/X` all give `10.1038/x`."""
+    """`https://doi.org/10.1038/X`, `doi:10.1038/x` and `10.1038/X` all give `10.1038/x`.
+
+    Percent-escapes are decoded (a doi.org link to a SICI DOI writes its `<` as `%3C`); a closing
+    parenthesis at the end is dropped only when it has no opening partner in the DOI (prose around it).
+    """
     if not raw:
         return None
     text = raw.strip()
@@ -50,10 +61,22 @@ def normalize_doi(raw: str | None) -> str | None:
         if lowered.startswith(prefix):
             text = text[len(prefix) :]
             break
+    if _PERCENT_ESCAPE.search(text):
+        text = unquote(text)
     match = _DOI_PATTERN.search(text)
     if not match:
         return None
-    return match.group(1).rstrip(".,;)").lower()
+    return _strip_trailing_punctuation(match.group(1)).lower()
+
+
+def _strip_trailing_punctuation(doi: str) -> str:
+    while True:
+        trimmed = doi.rstrip(".,;")
+        if trimmed.endswith(")") and trimmed.count("(") < trimmed.count(")"):
+            trimmed = trimmed[:-1]
+        if trimmed == doi:
+            return doi
+        doi = trimmed
 
 
 def find_doi(text: str) -> str | None:
@@ -63,10 +86,10 @@ def find_doi(text: str) -> str | None:
 
 
 def arxiv_id(value: str | None) -> str | None:
-    """The version-less arXiv id in an arXiv URL, an arXiv DOI or a bare id; None otherwise."""
+    """The version-less arXiv id in an arXiv URL, an arXiv DOI, `arXiv:<id>` or a bare id; None otherwise."""
     if not value:
         return None
-    text = value.strip()
+    text = _ARXIV_PREFIX.sub("", value.strip())
     doi_match = _ARXIV_DOI.match(normalize_doi(text) or "")
     if doi_match:
         text = doi_match.group(1)
@@ -88,50 +111,26 @@ def arxiv_doi(identifier: str) -> str:
     return f"10.48550/arxiv.{identifier.lower()}"
 
 
-def dedup_keys(source: SourceResult) -> list[str]:
-    """Every key under which `source` may meet a duplicate: DOI, arXiv id, canonical URL."""
+def identity_keys(url: str, doi: str | None) -> list[str]:
+    """Every key under which a source may meet a copy of itself: DOI, arXiv id, canonical URL."""
     keys: list[str] = []
-    doi = normalize_doi(source.doi)
-    if doi:
-        keys.append(f"doi:{doi}")
-    paper = arxiv_id(doi) or arxiv_id(source.url)
+    normalized = normalize_doi(doi)
+    if normalized:
+        keys.append(f"doi:{normalized}")
+    paper = arxiv_id(normalized) or arxiv_id(url)
     if paper:
         keys.append(f"arxiv:{paper}")
-    keys.append(f"url:{canonical_url(source.url)}")
+    keys.append(f"url:{canonical_url(url)}")
     return keys
 
 
-def source_key(source: SourceResult) -> str:
-    """The one key a source is filed under: DOI first, then arXiv id, then canonical URL."""
-    return dedup_keys(source)[0]
+def first_of_each_group(identities: Sequence[tuple[str, str | None]]) -> list[int]:
+    """For each (url, doi), the position of the first item of its group of copies of one source.
 
-
-def merge_pair(kept: SourceResult, other: SourceResult) -> SourceResult:
-    """`kept` with the gaps filled from `other` (first seen wins; longer text wins)."""
-    update: dict[str, object] = {}
-    if not kept.doi and other.doi:
-        update["doi"] = other.doi
-    if not kept.authors and other.authors:
-        update["authors"] = list(other.authors)
-    if not kept.published_date and other.published_date:
-        update["published_date"] = other.published_date
-    if len(other.snippet) > len(kept.snippet):
-        update["snippet"] = other.snippet
-    if len(other.full_content or "") > len(kept.full_content or ""):
-        update["full_content"] = other.full_content
-    if other.quality_score > kept.quality_score:
-        update["quality_score"] = other.quality_score
-    return kept.model_copy(update=update) if update else kept
-
-
-def merge_duplicates(sources: Iterable[SourceResult]) -> list[SourceResult]:
-    """Merge results that share any dedup key (DOI, arXiv id or canonical URL), in first-seen order.
-
-    Sharing is transitive (a Semantic Scholar record with both a DOI and an arXiv id joins the
-    arXiv and PubMed copies of the same paper). Every URL in the output is canonical.
+    Items are one source when they share any identity key, transitively: `a` and `c` join through a
+    `b` that shares a DOI with `a` and an arXiv id with `c`, wherever `b` comes in the sequence.
     """
-    items = [s.model_copy(update={"url": canonical_url(s.url)}) for s in sources]
-    parent = list(range(len(items)))
+    parent = list(range(len(identities)))
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -140,16 +139,10 @@ def merge_duplicates(sources: Iterable[SourceResult]) -> list[SourceResult]:
         return i
 
     first_holder: dict[str, int] = {}
-    for position, item in enumerate(items):
-        for key in dedup_keys(item):
-            if key in first_holder:
-                a, b = root(first_holder[key]), root(position)
+    for position, (url, doi) in enumerate(identities):
+        for key in identity_keys(url, doi):
+            holder = first_holder.setdefault(key, position)
+            if holder != position:
+                a, b = root(holder), root(position)
                 parent[max(a, b)] = min(a, b)
-            else:
-                first_holder[key] = position
-
-    groups: dict[int, SourceResult] = {}
-    for position, item in enumerate(items):
-        group = root(position)
-        groups[group] = merge_pair(groups[group], item) if group in groups else item
-    return [groups[g] for g in sorted(groups)]
+    return [root(i) for i in range(len(identities))]

@@ -157,9 +157,10 @@ class SessionRunner:
                 record.progress.get("current_phase"),
                 "Stop requested: collecting ends now and the report is written from what was found.",
             )
-        live = self._live.setdefault(session_id, _Live())
-        live.stop.set()
-        live.answers.set()
+        live = self._live.get(session_id)  # none when no task runs it here: the row's flag is enough
+        if live is not None:
+            live.stop.set()
+            live.answers.set()
         return await self.store.get(session_id)
 
     async def provide_answers(self, session_id: str, answers: list[str]) -> SessionRecord:
@@ -168,14 +169,17 @@ class SessionRunner:
             raise SessionStateError(f"session {session_id} is not waiting for clarification (status {record.status})")
         await self.store.update(session_id, clarify_answers=answers)
         await self.events.append(session_id, "clarification_received", "clarify", "Answers received; research goes on.")
-        self._live.setdefault(session_id, _Live()).answers.set()
+        live = self._live.get(session_id)
+        if live is not None:
+            live.answers.set()
         return await self.store.get(session_id)
 
     async def decline_clarification(self, session_id: str) -> None:
         """Go on with the original question without waiting for the timeout."""
-        live = self._live.setdefault(session_id, _Live())
-        live.declined = True
-        live.answers.set()
+        live = self._live.get(session_id)
+        if live is not None:
+            live.declined = True
+            live.answers.set()
 
     async def delete(self, session_id: str) -> None:
         await self.store.get(session_id)
@@ -206,6 +210,14 @@ class SessionRunner:
             finally:
                 self.running_count -= 1
                 self.admission.record_run(time.monotonic() - started)
+                self._forget(session_id)
+
+    def _forget(self, session_id: str) -> None:
+        """Drop a session's in-memory handles once its task ends (finished, failed or cancelled): its truth
+        is in SQLite, and a server that runs for months must not keep one entry per session it ever ran."""
+        live = self._live.get(session_id)
+        if live is not None and (live.task is None or live.task is asyncio.current_task()):
+            del self._live[session_id]
 
     async def _run(self, session_id: str) -> None:
         record = await self.store.get(session_id)

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from research_tool.core.errors import BadInputError, SessionNotFoundError
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
-from research_tool.models.sessions import ACTIVE_STATUSES, SessionRecord
+from research_tool.models.sessions import ACTIVE_STATUSES, SessionRecord, check_session_id
 
 
 def _record(row: aiosqlite.Row) -> SessionRecord:
@@ -64,7 +64,7 @@ class SessionStore:
 
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
         now = utc_now_iso()
-        sid = session_id or uuid.uuid4().hex
+        sid = check_session_id(session_id) if session_id is not None else uuid.uuid4().hex
         await self._conn.execute(
             "INSERT INTO sessions (id, query, request, status, created_at, updated_at)"
             " VALUES (?, ?, ?, 'queued', ?, ?)",

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi import Path as PathParam
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.requests import HTTPConnection
 
 from research_tool.api.auth import require_token
@@ -36,12 +37,12 @@ from research_tool.models.api import (
 from research_tool.models.events import Event
 from research_tool.models.report import Report
 from research_tool.models.request import ReportFormat, ResearchRequest
+from research_tool.models.sessions import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 from research_tool.runtime.composition import ResearchServices
 
 log = get_logger(__name__)
 
 RUN_STOP_GRACE_S = 30.0  # /run: after its timeout the session is stopped and gets this long to write its report
-MAX_SESSION_ID_CHARS = 128
 REPORT_MEDIA_TYPES: dict[str, str] = {
     "md": "text/markdown; charset=utf-8",
     "html": "text/html; charset=utf-8",
@@ -53,7 +54,15 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorResponse} for code in (400, 401, 413, 422, *codes)}
 
 
-SessionId = Annotated[str, PathParam(min_length=1, max_length=MAX_SESSION_ID_CHARS, description="session id")]
+SessionId = Annotated[
+    str,
+    PathParam(
+        min_length=1,
+        max_length=SESSION_ID_MAX_CHARS,
+        pattern=SESSION_ID_PATTERN,
+        description="session id: letters, digits, '-' and '_'",
+    ),
+]
 
 research = APIRouter(prefix="/api/research", tags=["research"], dependencies=[Depends(require_token)])
 protected = APIRouter(dependencies=[Depends(require_token)])
@@ -156,38 +165,40 @@ async def delete_session(session_id: SessionId, request: Request) -> Response:
     return Response(status_code=204)
 
 
-@research.get(
-    "/{session_id}/events",
-    response_class=StreamingResponse,
-    responses={**_errors(404), 200: {"content": {"text/event-stream": {}}}},
-)
+async def existing_session(session_id: SessionId, request: Request) -> str:
+    """The session id of the path, or the 404 error before any response (a stream included) starts."""
+    await services_of(request).store.get(session_id)
+    return session_id
+
+
+# the stream's own media type is text/event-stream; its errors are JSON like every other route's
+_STREAM_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}
+    for code in _errors(404)
+}
+
+
+@research.get("/{session_id}/events", response_class=EventSourceResponse, responses=_STREAM_ERRORS)
 async def session_event_stream(
-    session_id: SessionId,
+    session_id: Annotated[str, Depends(existing_session)],
     request: Request,
     after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)] = None,
-) -> StreamingResponse:
+) -> AsyncIterator[ServerSentEvent]:
     """Server-Sent Events: every event with seq > after (or > Last-Event-ID), then live ones; ends after the
-    final event."""
-    services = services_of(request)
-    await services.store.get(session_id)  # 404 before the stream starts
+    final event. Each event's `id` is its seq, its `event` its type, its `data` the Event JSON."""
     start = after if after is not None else _last_event_id(last_event_id)
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(_sse(services, session_id, start), media_type="text/event-stream", headers=headers)
+    yield ServerSentEvent(comment="connected")
+    async for event in session_events(services_of(request), session_id, start):
+        yield ServerSentEvent(comment="keepalive") if event is None else sse_event(event)
 
 
 def _last_event_id(value: str | None) -> int:
     return int(value) if value is not None and value.strip().isdecimal() else 0
 
 
-def sse_frame(event: Event) -> str:
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"
-
-
-async def _sse(services: ResearchServices, session_id: str, after: int) -> AsyncIterator[str]:
-    yield ": connected\n\n"
-    async for event in session_events(services, session_id, after):
-        yield ": keepalive\n\n" if event is None else sse_frame(event)
+def sse_event(event: Event) -> ServerSentEvent:
+    return ServerSentEvent(id=str(event.seq), event=event.type, data=event)
 
 
 # --- reports ---------------------------------------------------------------------------------------

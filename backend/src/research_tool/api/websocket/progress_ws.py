@@ -20,6 +20,7 @@ from research_tool.api.errors import error_body
 from research_tool.api.event_stream import session_events
 from research_tool.api.routes.research import services_of
 from research_tool.core.logging import get_logger
+from research_tool.models.sessions import is_valid_session_id
 from research_tool.runtime.composition import ResearchServices
 
 log = get_logger(__name__)
@@ -67,6 +68,9 @@ async def progress_websocket(websocket: WebSocket, session_id: str) -> None:
     await websocket.accept(subprotocol=WS_SUBPROTOCOL if WS_SUBPROTOCOL in offered else None)
     if after is None:
         await websocket.close(code=CLOSE_BAD_REQUEST, reason="`after` must be a non-negative integer")
+        return
+    if not is_valid_session_id(session_id):
+        await websocket.close(code=CLOSE_BAD_REQUEST, reason="invalid session id")
         return
     if not await services.store.exists(session_id):
         await websocket.close(code=CLOSE_NOT_FOUND, reason=_reason(f"unknown session id: {session_id}"))

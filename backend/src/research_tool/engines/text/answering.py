@@ -14,7 +14,9 @@ the sources answer the question at all.
 - Yes/no comparisons ("Are X and Y both ...?", "... the same ...?") are decided from each named thing's
   own sentences and the verdict leads.
 - How-to questions lead with the call signature of the API whose documentation best covers the question,
-  then one sentence per aspect, preferring sentences with code-like spans.
+  then one sentence per aspect, preferring sentences with code-like spans. An API page answers through its
+  name as well as its prose: "csv.DictReader" spells out "read ... into dictionaries" even when its page
+  holds only a signature and a member list.
 - `answered` is false when the best candidate (with its title, antecedent and link) covers less than half
   of the question's weighted terms (names weigh more): the sources talk about something else.
 """
@@ -25,6 +27,8 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import pairwise
 from typing import Literal
 
 from research_tool.engines.base import NumberedSource
@@ -56,6 +60,11 @@ CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
 CHAIN_BONUS = 0.1  # the far end of a chain answers; the link only leads to it
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
+SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
+SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
+SHORT_OTHER_SIDE = 1.0
+SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
+MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 _SIGNATURE_RE = re.compile(r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*\))[ \t]*$", re.MULTILINE)
@@ -227,7 +236,7 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             previous = candidate
         signature = None
         match = _SIGNATURE_RE.search(text[:3000])
-        if match and len(match.group(1)) <= 200:
+        if match and len(match.group(1)) <= MAX_SIGNATURE_CHARS:
             line = match.group(1).strip()
             signature = Candidate(
                 numbered.n, source.url, line, -1, frozenset(content_stems(line)), title_stems, signature=True
@@ -434,46 +443,163 @@ def _similar(c: Candidate, chosen: Sequence[Candidate]) -> bool:
 # --- short answers ---------------------------------------------------------------------------------------
 
 
+_EXPECTED_MENTIONS: dict[str, tuple[str, ...]] = {
+    "date": ("date",),
+    "number": ("number",),
+    "person": ("person",),
+    "place": ("place",),
+    "organization": ("organization",),
+}
+_MEASURE_HEADS = frozenset(
+    stem(w) for w in ["percentage", "percent", "proportion", "share", "rate", "amount", "population", "cost",
+                      "price", "fee", "temperature", "distance", "length", "height", "weight", "size", "age"]
+)  # fmt: skip
+_QUOTED_RE = re.compile(r"[\"“]([^\"“”]{1,60})[\"”]")
+_WHAT_IS_RE = re.compile(r"^\s*what\s+(?:is|are|was|were)\b", re.IGNORECASE)
+_NP_END_RE = re.compile(
+    r"^(?:of|in|on|at|for|with|by|from|to|that|which|who|whose|where|when|and|or|but|as|since|because|is|are|was|were)$",
+    re.IGNORECASE,
+)
+_WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
+_VALUE_RE = re.compile(r"^[-–€$£]?\d[\d,.]*(?:[–-]\d[\d,.]*)?%?$")
+_LOOSE_TYPES = frozenset(["person", "place", "organization"])  # a name the finder could not type may be one
+_CLAUSE_BREAK = re.compile(r"[,;:()\u2014\"]|\s[\u2013-]\s")
+
+
+@dataclass(frozen=True)
+class _Span:
+    first: int  # token range [first, last)
+    last: int
+    typed: bool  # a mention of the expected answer type
+    mention: bool = False  # a named thing or value (entity mention)
+
+
 def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
-    """The span that answers: a typed value, else the span of the lead beyond the question's words that
-    sits closest to where the question's words appear in it."""
-    if lead.filler and intent.answer_type not in ("thing", "definition", "reason"):
-        return lead.filler
-    tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%-]+", lead.statement)]
+    """The span of the lead that answers: among its mentions of the expected type (a date for "when", a
+    number for "how many") and its runs of words beyond the question's, the one sitting right beside the
+    question's words in the sentence (answers follow or precede what the question restates), preferring
+    names and values to common words. None when the lead has no such span."""
+    tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%€$£–-]+", lead.statement)]
     if not tokens:
         return None
     in_question = [bool(matched(intent.weights, frozenset(content_stems(t)))) for _, _, t in tokens]
     anchors = [i for i, hit in enumerate(in_question) if hit]
-    spans: list[tuple[int, int]] = []  # token ranges
+    expected = _EXPECTED_MENTIONS.get(intent.answer_type, ())
+    measure = _WHAT_HEAD_RE.search(intent.text)
+    if measure is not None and stem(measure.group(1).casefold()) in _MEASURE_HEADS:
+        expected = ("number",)  # "what percentage", "what fee": a value
+    spans: list[_Span] = []
     for mention in find_mentions(lead.statement):
         if _named_in_question(mention.text, intent):
             continue
         first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
         last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
-        if first is not None and last is not None and last >= first:
-            spans.append((first, last + 1))
+        if first is None or last is None or last < first or (first == last == 0 and mention.entity_type == "other"):
+            continue  # a lone capital opening the sentence ("Under", "Normally") is no name
+        typed = mention.entity_type in expected or (mention.entity_type == "other" and _LOOSE_TYPES & set(expected))
+        spans.append(_Span(first, last + 1, bool(typed), mention=True))
+    for quoted in _QUOTED_RE.finditer(lead.statement):  # a quoted name ("the name "X"")
+        inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
+        if inner and not all(in_question[i] for i in inner):
+            spans.append(_Span(inner[0], inner[-1] + 1, False, mention=True))
+    if "number" in expected:  # "32%", "€25,000": values the name finder leaves out
+        spans += [
+            _Span(i, i + 1, True, mention=True)
+            for i, t in enumerate(tokens)
+            if _VALUE_RE.match(t[2]) and not in_question[i]
+        ]
+    spans += _joined(spans, tokens, lead.statement)
+    copular = _copular_span(intent, tokens, in_question)
+    if copular is not None:
+        spans.append(copular)
     run: int | None = None
     for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
-        # a run of words outside the question, not crossing a clause break (comma, semicolon, parenthesis)
+        # a run of words outside the question, not crossing a clause break (comma, dash, parenthesis)
         gap = lead.statement[tokens[i - 1][1] : tokens[i][0]] if 0 < i < len(tokens) else ""
-        inside = bool(token) and not in_question[i] and not re.search(r"[,;:()]", gap)
+        inside = bool(token) and not in_question[i] and not _CLAUSE_BREAK.search(gap)
         if run is not None and not inside:
-            spans.append(_trimmed(tokens, run, i))
+            a, b = _trimmed(tokens, run, i)
+            spans.append(_Span(a, b, False))
             run = None
         if bool(token) and not in_question[i] and run is None:
             run = i
-    spans = [(a, min(b, a + SHORT_ANSWER_WORDS)) for a, b in spans if b > a]
+    names = [sp for sp in spans if sp.mention]
+    spans = [
+        _Span(sp.first, min(sp.last, sp.first + SHORT_ANSWER_WORDS), sp.typed, sp.mention)
+        for sp in spans
+        if sp.last > sp.first
+        # a run inside a longer name is a fragment of it ("Free" of "Free Town of Tolt")
+        and (sp.mention or not any(n.first <= sp.first and sp.last <= n.last and n != sp for n in names))
+    ]
+    if expected and any(sp.typed for sp in spans):
+        spans = [sp for sp in spans if sp.typed]  # "when": a date, never a nearby common word
     if not spans:
         return None
 
-    def closeness(span: tuple[int, int]) -> float:
-        a, b = span
-        if not anchors:
-            return 0.0
-        return sum(1.0 / (1 + min(abs(i - a), abs(i - (b - 1)))) for i in anchors)
+    def words_between(sp: _Span, anchor: int) -> int:
+        """Words between the span and the anchor, not counting stop words."""
+        lo, hi = (sp.last, anchor) if anchor >= sp.last else (anchor + 1, sp.first)
+        return sum(1 for j in range(lo, hi) if not _stop(tokens[j][2]))
 
-    best = max(spans, key=lambda sp: (closeness(sp) + (0.3 if _capitalised(tokens, sp) else 0.0), sp[1] - sp[0]))
-    return lead.statement[tokens[best[0]][0] : tokens[best[1] - 1][1]].strip(" ,.;:")
+    named_at = {i for sp in spans if sp.mention for i in range(sp.first, sp.last)}
+    heads = [i for i in anchors if stem(tokens[i][2].casefold()) in intent.head_terms]
+
+    def named(sp: _Span) -> bool:
+        """A name or a value: a mention, a number, or a capital that does not merely open the sentence."""
+        return any(
+            i in named_at or tokens[i][2][:1].isdigit() or (i > 0 and tokens[i][2][:1].isupper())
+            for i in range(sp.first, sp.last)
+        )
+
+    def fit(sp: _Span) -> float:
+        before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
+        after = sorted(words_between(sp, a) for a in anchors if a >= sp.last)
+        # answers sit at one edge of what the sentence restates of the question, not inside it
+        closeness = max(sum(1.0 / (1 + g) for g in side[:3]) for side in (before, after))
+        is_named = named(sp)
+        common = sp.last - sp.first == 1 and not is_named  # one common word ("level", "taking"): rarely the answer
+        beside_head = any(h < sp.first and words_between(sp, h) == 0 for h in heads)  # "which toxin": "toxin called X"
+        return (
+            closeness
+            + (SHORT_HEAD_BONUS if sp == copular else 0.0)
+            + (SHORT_NAMED_BONUS if is_named else 0.0)
+            + (SHORT_HEAD_BONUS if beside_head else 0.0)
+            - (SHORT_COMMON_PENALTY if common else 0.0)
+        )
+
+    best = max(spans, key=lambda sp: (fit(sp), sp.last - sp.first))
+    last = best.last
+    if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
+        last += 1  # "a progressive tax system": the head noun completes the phrase it ends
+    return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
+
+
+def _copular_span(intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool]) -> _Span | None:
+    """ "What is X?": the noun phrase after "X is (a|the)", up to a preposition, relative word or clause end."""
+    if not _WHAT_IS_RE.match(intent.text):
+        return None
+    for i, (_, _, token) in enumerate(tokens[:-1]):
+        if token.casefold() in ("is", "are", "was", "were") and i > 0 and in_question[i - 1]:
+            first = i + 1
+            while first < len(tokens) and tokens[first][2].casefold() in ("a", "an", "the", "one", "of"):
+                first += 1
+            last = first
+            while last < len(tokens) and last - first < SHORT_ANSWER_WORDS and not _NP_END_RE.match(tokens[last][2]):
+                last += 1
+            if last > first and not all(in_question[first:last]):
+                return _Span(first, last, False)
+    return None
+
+
+def _joined(spans: Sequence[_Span], tokens: list[tuple[int, int, str]], text: str) -> list[_Span]:
+    """Two mentions joined by "and" ("Ann Lee and Bo Lee"): one answer span."""
+    mentions = sorted((sp for sp in spans if sp.mention), key=lambda sp: sp.first)
+    out = []
+    for a, b in pairwise(mentions):
+        between = text[tokens[a.last - 1][1] : tokens[b.first][0]].strip()
+        if between in ("and", "or", "&") and b.last - a.first <= SHORT_ANSWER_WORDS:
+            out.append(_Span(a.first, b.last, a.typed, mention=True))
+    return out
 
 
 def _trimmed(tokens: list[tuple[int, int, str]], a: int, b: int) -> tuple[int, int]:
@@ -494,6 +620,49 @@ def _stop(token: str) -> bool:
 
 # --- how-to ---------------------------------------------------------------------------------------------
 
+MIN_IDENTIFIER_PART = 3  # "csv", "log", "dict": shorter parts ("re", "os") match nothing on their own
+API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name covers this much of the question
+API_PROSE_SHARE = 0.25  # how-to: the lesser of a page's name match and its best sentence counts this much
+_API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
+
+
+def identifier_matched(terms: Iterable[str], identifier: str) -> frozenset[str]:
+    """The question terms an API name spells out: its dotted and camel-case parts match a term they
+    abbreviate or contain ("dict" ~ "dictionary", "reader" ~ "read", "fromisoformat" ~ "iso"), besides the
+    usual stem match."""
+    parts = stem_set(identifier)
+    pieces = {p for p in parts if len(p) >= MIN_IDENTIFIER_PART and "." not in p}
+    terms = list(terms)
+    out = set(matched(terms, parts))
+    for term in terms:
+        if len(term) >= MIN_IDENTIFIER_PART and any(term.startswith(p) or term in p for p in pieces):
+            out.add(term)
+    return frozenset(out)
+
+
+def api_name(title: str) -> str | None:
+    """The code identifier a page's title names ("csv.DictReader — ..." -> "csv.DictReader"), if any."""
+    match = _API_NAME_RE.match(title)
+    return match.group(1).rstrip("(") if match else None
+
+
+@lru_cache(maxsize=64)
+def _cached_intent(question: str) -> QuestionIntent:
+    return classify_question(question)
+
+
+def api_title_match(question: str, title: str) -> float:
+    """For a how-to question: the weighted share of the question's terms that an API page's name spells
+    out (0 for any other question, or a title that names no API)."""
+    name = api_name(title)
+    if name is None:
+        return 0.0
+    intent = _cached_intent(question)
+    if intent.answer_type != "howto" or name is None or not intent.weights:
+        return 0.0
+    found = identifier_matched(intent.weights, name)
+    return sum(intent.weights[k] for k in found) / sum(intent.weights.values())
+
 
 def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
     """Lead with the call signature of the page that best covers the question, then one sentence per aspect."""
@@ -501,10 +670,21 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
 
     def doc_score(doc: SourceDoc) -> float:
         best = max((c.coverage for c in doc.candidates), default=0.0)
-        title = _coverage(
-            stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
-        )
-        return best + title + SOURCE_PRIOR * (1.0 - (doc.n - 1) / max(1, len(docs)))
+        prior = SOURCE_PRIOR * (1.0 - (doc.n - 1) / max(1, len(docs)))
+        name = api_name(doc.title)
+        if name is None:
+            title = _coverage(
+                stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
+            )
+            return best + title + prior
+        # an API page answers through its name or through its prose (its title's summary is prose too):
+        # a page holding only a signature and a member list, whose name spells the question out, competes
+        # with one that explains more but whose name says less
+        named = identifier_matched(weights, name)
+        if doc.signature is not None:  # its parameters name what it does too ("default_factory")
+            named |= matched(weights, doc.signature.stems)
+        title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
+        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior
 
     with_signature = [d for d in docs if d.signature is not None]
     chosen: list[Candidate] = []
@@ -542,6 +722,9 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
     for c in chosen:
         covered |= c.stems | c.context  # a page's title (the API's name) is part of what it says
     found = matched(intent.weights, frozenset(covered))
+    for c in chosen:
+        name = api_name(c.statement) if c.signature else None
+        found |= identifier_matched(intent.weights, name) if name else frozenset()
     answered = sum(intent.weights[k] for k in found) / max(1e-9, sum(intent.weights.values())) >= ANSWERED_MIN_COVERAGE
     if not answered:
         return AnswerSelection([], None, False, closest=chosen[:2])

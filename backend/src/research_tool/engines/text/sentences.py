@@ -67,10 +67,6 @@ def split_sentences(text: str) -> list[Sentence]:
     return sentences
 
 
-def sentence_texts(text: str) -> list[str]:
-    return [s.text for s in split_sentences(text)]
-
-
 def _blocks(text: str) -> list[tuple[int, int]]:
     """Paragraph-like blocks: split at blank lines, headings, underlines and list items; code fences removed."""
     fenced = [(m.start(), m.end()) for m in _FENCE_RE.finditer(text)]

@@ -10,23 +10,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-WORD_RE = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?", re.UNICODE)
+from research_tool.core.stopwords import STOPWORDS
 
-STOPWORDS: frozenset[str] = frozenset(
-    """
-    a about above after again against all also am an and any are aren't as at be because been before being below
-    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
-    either else ever every few for from further had hadn't has hasn't have haven't having he he'd he'll he's her
-    here here's hers herself him himself his how how's however i i'd i'll i'm i've if in into is isn't it it's its
-    itself just let's may me might more most must mustn't my myself neither no nor not now of off on once one only
-    or other ought our ours ourselves out over own per same shan't she she'd she'll she's should shouldn't so some
-    such than that that's the their theirs them themselves then there there's these they they'd they'll they're
-    they've this those through thus to too under until up upon us very via was wasn't we we'd we'll we're we've were
-    weren't what what's when when's where where's whether which while who who's whom whose why why's will with
-    within without won't would wouldn't yet you you'd you'll you're you've your yours yourself yourselves also etc
-    e.g i.e vs
-    """.split()
-)
+WORD_RE = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?", re.UNICODE)
 
 # Words that shape a question but carry no topic: removed when a question becomes a search query.
 QUESTION_WORDS: frozenset[str] = frozenset(

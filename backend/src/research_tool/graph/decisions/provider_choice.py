@@ -19,6 +19,17 @@ def corpus_dirs_for(request: ResearchRequest, settings: Settings) -> list[Path]:
     return [d.resolve() for d in dirs]
 
 
+def _is_folder(folder: str) -> bool:
+    """Whether a user-given path names a folder. Any OSError (a component over 255 bytes, a path over
+    PATH_MAX, a permission error) or ValueError (a NUL byte) is bad input, never a server error."""
+    try:
+        return Path(folder).expanduser().is_dir()
+    except (OSError, RuntimeError, ValueError) as exc:
+        shown = folder if len(folder) <= 80 else folder[:77] + "..."
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise BadInputError(f"corpus folder is not a usable path: {shown!r} ({reason})") from None
+
+
 def privacy_allows(privacy_mode: str, provider_name: str) -> bool:
     if privacy_mode != "local_only":
         return True
@@ -28,8 +39,7 @@ def privacy_allows(privacy_mode: str, provider_name: str) -> bool:
 def validate_request(request: ResearchRequest, settings: Settings, client: httpx.AsyncClient) -> None:
     """Bad input that can be known before the session starts raises BadInputError with one clear line."""
     for folder in request.corpus_dirs:
-        path = Path(folder).expanduser()
-        if not path.is_dir():
+        if not _is_folder(folder):
             raise BadInputError(f"corpus folder not found: {folder}")
     dirs = corpus_dirs_for(request, settings)
     if request.providers is None:

@@ -6,7 +6,10 @@ each query weighted by how much of the question it covers), plus a small bonus f
 facts. Then one step of link propagation follows the trail: a source whose title is named in the text of
 one of the best sources (the bridge entity of a multi-hop question) inherits part of that source's score;
 chunks that share a title (paragraphs of one document) pass nothing to each other.
-Only sources with at least one extracted fact are eligible: a source without facts cannot be cited.
+Only sources with at least one extracted fact are eligible, with one exception: for a how-to question, a
+retrieved API page whose name spells out most of the question ("csv.DictReader" for "read a CSV file into
+dictionaries") is eligible even without facts; such a page often holds only a signature and a member
+list, which yields no facts, yet it is the page the answer should lead with.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from research_tool.engines.text.answering import API_TITLE_MIN_MATCH, api_title_match
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Fact
 
@@ -68,6 +72,12 @@ def rank_sources(
         weight = FACT_BONUS * (0.5 + fact.relevance) * (2.0 if fact.verified else 1.0)
         for url in fact.source_urls:
             fact_bonus[url] = max(fact_bonus.get(url, 0.0), weight)
+    api_match: dict[str, float] = {}
+    for url, source in (sources or {}).items():
+        match = api_title_match(question, str(source.get("title") or ""))
+        if match >= API_TITLE_MIN_MATCH:
+            api_match[url] = match
+            fact_bonus.setdefault(url, 0.0)
     score = dict.fromkeys(fact_bonus, 0.0)
     for call in provider_calls:
         weight = query_weight(str(call.get("query", "")), question_stems)
@@ -75,6 +85,9 @@ def rank_sources(
             if url in score:
                 score[url] += weight / (RRF_K + rank)
     total = {u: score[u] + fact_bonus[u] for u in score}
+    best = max(total.values(), default=0.0)
+    for url, match in api_match.items():
+        total[url] += match * best  # the page of the API the question spells out competes with the best
     if sources is not None:
         total = propagate_links(total, sources)
     return sorted(total, key=lambda u: (-total[u], u))[:limit]

@@ -19,13 +19,13 @@ from research_tool.graph.nodes.process import to_source
 from research_tool.graph.session_limits import SessionLimits, resolve_limits
 from research_tool.models.entities import AccessFailure, normalize_key
 from research_tool.models.request import ResearchRequest
-from research_tool.models.state import ResearchState
+from research_tool.models.state import ResearchState, merge_sources
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.fetching.full_text import FullTextOutcome, fetch_full_text
 from research_tool.providers.gateway import SearchOutcome
 from research_tool.providers.registry import create_provider
 from research_tool.providers.search.unpaywall import UnpaywallProvider
-from research_tool.providers.source_identity import canonical_url
+from research_tool.providers.source_identity import canonical_url, first_of_each_group
 
 T = TypeVar("T")
 MAX_RESULTS_PER_CALL = 10
@@ -61,40 +61,36 @@ def session_deadline(state: ResearchState, limits: SessionLimits) -> float:
     return time.monotonic() + max(0.0, limits.max_execution_time_s - elapsed_total(state))
 
 
-def _doi_index(sources: dict[str, dict[str, Any]]) -> dict[str, str]:
-    return {str(s["doi"]).lower(): url for url, s in sources.items() if s.get("doi")}
-
-
 def merge_outcomes(
     outcomes: list[SearchOutcome], known: dict[str, dict[str, Any]], iteration: int
 ) -> dict[str, dict[str, Any]]:
-    """New or re-found sources keyed by canonical URL; the same paper (by DOI) merges into one source."""
+    """New or re-found sources, keyed by the canonical URL of the first sighting of each source.
+
+    Results that share a DOI, an arXiv id or a canonical URL with each other or with a known source
+    are one source (`source_identity.first_of_each_group`): a re-found source is filed under its
+    known URL, and copies found in this cycle merge as the state's `sources` reducer merges them.
+    """
+    known_urls = list(known)
+    sightings = [
+        (outcome, rank, result) for outcome in outcomes for rank, result in enumerate(outcome.results, start=1)
+    ]
+    identities = [(url, known[url].get("doi")) for url in known_urls]
+    identities += [(result.url, result.doi) for _, _, result in sightings]
+    first = first_of_each_group(identities)
     found: dict[str, dict[str, Any]] = {}
-    by_doi = _doi_index(known)
-    for outcome in outcomes:
-        for rank, result in enumerate(outcome.results, start=1):
-            url = canonical_url(result.url)
-            doi = (result.doi or "").lower()
-            if doi and doi in by_doi:
-                url = by_doi[doi]
-            elif doi:
-                by_doi[doi] = url
-            entry = {
-                **result.model_dump(mode="json"),
-                "url": url,
-                "rank": result.rank or rank,
-                "query": outcome.query,
-                "found_by": [outcome.provider],
-                "first_iteration": iteration,
-                "best_rank": result.rank or rank,
-            }
-            if url in found:
-                previous = found[url]
-                previous["found_by"] = sorted(set(previous["found_by"]) | {outcome.provider})
-                previous["best_rank"] = min(previous["best_rank"], entry["best_rank"])
-                previous["full_content"] = previous.get("full_content") or entry.get("full_content")
-            else:
-                found[url] = entry
+    for position, (outcome, rank, result) in enumerate(sightings, start=len(known_urls)):
+        holder = first[position]
+        url = known_urls[holder] if holder < len(known_urls) else canonical_url(identities[holder][0])
+        entry = {
+            **result.model_dump(mode="json"),
+            "url": url,
+            "rank": result.rank or rank,
+            "query": outcome.query,
+            "found_by": [outcome.provider],
+            "first_iteration": iteration,
+            "best_rank": result.rank or rank,
+        }
+        found[url] = merge_sources({url: found[url]}, {url: entry})[url] if url in found else entry
     return found
 
 

@@ -13,6 +13,7 @@ from research_tool.graph.context import ResearchContext
 from research_tool.graph.nodes.instrumentation import phase
 from research_tool.graph.report_assembly import duration_s
 from research_tool.models.report import Report
+from research_tool.models.sessions import check_session_id
 from research_tool.models.state import ResearchState
 from research_tool.reporting.export import export_report
 
@@ -22,7 +23,8 @@ async def export_node(state: ResearchState, runtime: Runtime[ResearchContext]) -
     ctx = runtime.context
     report = Report.model_validate(state["final_report"])
     report.metadata.duration_s = duration_s(state)
-    out_dir = ctx.settings.data_dir / "exports" / state["session_id"]
+    # A checked plain name: "/tmp/x" or "../x" would otherwise put the files outside the data dir.
+    out_dir = ctx.settings.data_dir / "exports" / check_session_id(state["session_id"])
     paths: dict[str, str] = {}
     for fmt in state["request"].get("formats") or ["md", "json"]:
         paths[fmt] = str(await export_report(report, fmt, out_dir))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from research_tool.core.errors import (
+    FetchRefusedError,
     ProviderError,
     ProviderResponseError,
     ProviderTimeoutError,
@@ -42,6 +43,8 @@ CHROMIUM_FLAGS = (
 ALLOWED_RESOURCE_TYPES = frozenset({"document", "script", "xhr", "fetch"})
 # Where the browser's own network would go if anything escaped interception: a closed port.
 DEAD_END_PROXY = {"server": "http://127.0.0.1:9", "bypass": "<-loopback>"}
+# Where Chromium shows its own error pages ("This page has been blocked by Chromium", ERR_...).
+CHROMIUM_ERROR_PAGE_SCHEME = "chrome-error:"
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,12 @@ class BrowserRenderer:
                         main_error.append(exc)
                     await route.abort("blockedbyclient")
                     return
+                except Exception as exc:  # an unanswered route stalls the page until the deadline
+                    log.warning("browser_request_failed", url=request.url, error=type(exc).__name__)
+                    if is_main:
+                        main_error.append(ProviderResponseError("crawler", f"request failed: {exc}", url=request.url))
+                    await route.abort("failed")
+                    return
                 await route.fulfill(
                     status=response.status, headers={"content-type": response.content_type}, body=response.body
                 )
@@ -143,6 +152,10 @@ class BrowserRenderer:
                 raise ProviderResponseError("crawler", f"browser navigation failed: {exc.message}", url=url) from exc
             if main_error:
                 raise main_error[0]
+            if page.url.startswith(CHROMIUM_ERROR_PAGE_SCHEME):
+                # The page navigated somewhere the handler refused (a form POST, a blocked frame target):
+                # what is on screen is Chromium's "This page has been blocked" page, not the document.
+                raise FetchRefusedError("crawler", "the browser blocked a navigation of this page", url=url)
             return page.url, await page.content()
         finally:
             await context.close()

@@ -274,19 +274,24 @@ class Crawler:
             target = await self.guard.check(current)
             if rate_limited:
                 await get_rate_limiter(f"{self.name}:{target.host}", self.requests_per_second).acquire()
-            request = self.client.build_request(
-                "GET",
-                target.pinned_url(),
-                headers={
-                    "Host": target.url.netloc.decode("ascii"),
-                    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5",
-                },
-                extensions={"sni_hostname": target.host},
-            )
+            try:
+                request = self.client.build_request(
+                    "GET",
+                    target.pinned_url(),
+                    headers={
+                        "Host": target.url.netloc.decode("ascii"),
+                        "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5",
+                    },
+                    extensions={"sni_hostname": target.host},
+                )
+            except (httpx.InvalidURL, UnicodeError) as exc:
+                raise FetchRefusedError(self.name, f"invalid URL: {exc}", url=current) from exc
             try:
                 response = await self.client.send(request, stream=True, follow_redirects=False)
             except httpx.TimeoutException as exc:
                 raise ProviderTimeoutError(self.name, f"timed out ({type(exc).__name__})", url=current) from exc
+            except httpx.InvalidURL as exc:  # httpx parses a redirect's Location even when not following it
+                raise FetchRefusedError(self.name, f"malformed redirect Location: {exc}", url=current) from exc
             except httpx.HTTPError as exc:
                 raise ProviderServerError(
                     self.name, f"connection failed: {type(exc).__name__}", status=0, url=current
@@ -298,12 +303,24 @@ class Crawler:
                         raise ProviderResponseError(
                             self.name, f"HTTP {response.status_code} without Location", url=current
                         )
-                    current = urljoin(str(target.url), location)
+                    current = self._redirect_target(target.url, location, current)
                     continue
                 return await self._read(url, current, response, accept)
             finally:
                 await response.aclose()
         raise FetchRefusedError(self.name, f"more than {MAX_REDIRECTS} redirects", url=url)
+
+    def _redirect_target(self, base: httpx.URL, location: str, current: str) -> str:
+        """Where a redirect points, or FetchRefusedError. A Location with a backslash (`http:\\\\host`, which
+        browsers read as `http://host`) or a control character is malformed, not something to repair."""
+        if "\\" in location or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in location):
+            raise FetchRefusedError(self.name, f"malformed redirect Location {location[:100]!r}", url=current)
+        joined = urljoin(str(base), location)
+        try:
+            httpx.URL(joined)
+        except httpx.InvalidURL as exc:
+            raise FetchRefusedError(self.name, f"invalid redirect Location {location[:100]!r}", url=current) from exc
+        return joined
 
     async def _read(self, url: str, final_url: str, response: httpx.Response, accept: frozenset[str]) -> RawResponse:
         status = response.status_code

@@ -1,10 +1,11 @@
 """SSRF guard for the crawler: URLs that come from search results are not trusted.
 
 A URL passes only when its scheme is http(s) and every address its host resolves to is public
-(not loopback, private, link-local, shared, multicast, reserved or unspecified; IPv4-mapped IPv6 is
-judged by its IPv4 address). The crawler then connects to one of exactly those addresses (the
-connection is pinned, so a DNS answer cannot change between the check and the request), and runs the
-check again on every redirect.
+(not loopback, private, link-local, shared, multicast, reserved or unspecified). An IPv6 address that
+carries an IPv4 address (IPv4-mapped, IPv4-compatible, 6to4, NAT64, Teredo) is refused when the IPv4
+address is not public: `[2002:7f00:1::]` reaches 127.0.0.1 through a 6to4 relay. The crawler then
+connects to one of exactly those addresses (the connection is pinned, so a DNS answer cannot change
+between the check and the request), and runs the check again on every redirect.
 
 Operators (and tests) can trust specific private origins (`trusted_origins`, "host:port") or, for
 tests only, every private host (`allow_private_hosts`).
@@ -35,9 +36,36 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+_NAT64_PREFIXES = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries and may reach: IPv4-mapped (::ffff:a.b.c.d),
+    IPv4-compatible (::a.b.c.d), 6to4 (2002:AABB:CCDD::/48), NAT64 (64:ff9b::/96 and the local-use
+    64:ff9b:1::/48, address in the last 32 bits) and Teredo (2001::/32: its server and its client)."""
+    found: list[ipaddress.IPv4Address] = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if any(address in prefix for prefix in _NAT64_PREFIXES):
+        found.append(low32)
+    if address in _IPV4_COMPATIBLE and int(address) > 1:  # not :: and ::1 (judged as IPv6 below)
+        found.append(low32)
+    return found
+
+
 def is_public_address(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = embedded_ipv4(address)
+        if any(not is_public_address(inner) for inner in embedded):
+            return False
+        if address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
     blocked = (
         address.is_loopback
         or address.is_private

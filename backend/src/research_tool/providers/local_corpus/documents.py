@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,47 @@ class CorpusDocument:
     title: str
     text: str
     url: str | None = None
+
+
+class OutsideRootError(DocumentParseError):
+    """A file (usually a symlink) whose real path is not under the corpus folder it was found in."""
+
+    error_type = "outside_corpus_root"
+
+
+def resolves_inside(path: Path, root: Path) -> bool:
+    """True when `path`, with every symlink resolved, is `root` itself or lies under it."""
+    try:
+        real = path.resolve(strict=True)
+        real_root = root.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, unreadable, or a symlink loop
+        return False
+    return real == real_root or real.is_relative_to(real_root)
+
+
+def read_bytes_inside(path: Path, root: Path) -> bytes:
+    """The bytes of `path`, refusing any file whose real path leaves `root`.
+
+    The check is made again at read time (a file may be swapped for a symlink after the walk saw it):
+    the resolved path is checked, then opened with O_NOFOLLOW and compared by inode with what was
+    checked, so a symlink planted in between is refused too.
+    """
+    if not resolves_inside(path, root):
+        raise OutsideRootError(f"{path} resolves outside its corpus folder {root}")
+    real = path.resolve(strict=True)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        if exc.errno == getattr(os, "ELOOP", -1):
+            raise OutsideRootError(f"{path} became a symlink while being read") from exc
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        opened = os.fstat(handle.fileno())
+        checked = real.stat()
+        if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino) or not resolves_inside(path, root):
+            raise OutsideRootError(f"{path} changed while being read")
+        return handle.read()
 
 
 def decode_text(data: bytes) -> str:

@@ -37,11 +37,15 @@ from urllib.parse import quote
 from research_tool.core.errors import BadInputError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import get_settings
+from research_tool.core.stopwords import STOPWORDS
 from research_tool.providers.local_corpus.documents import (
     CorpusDocument,
     DocumentParseError,
+    OutsideRootError,
     is_supported,
+    read_bytes_inside,
     read_documents,
+    resolves_inside,
 )
 
 log = get_logger(__name__)
@@ -54,22 +58,6 @@ SNIPPET_TOKENS = 40
 _COMMIT_EVERY_FILES = 200
 _COMMIT_EVERY_DOCS = 5_000
 _OPTIMIZE_AFTER_DOCS = 1_000
-
-# Common English function words and question words: they carry no topic, and in an OR query they
-# would match nearly every document. Words kept on purpose: negations stay out of the query too
-# (BM25 cannot use them), but single letters such as "d" (vitamin D) and digits are kept.
-STOPWORDS: frozenset[str] = frozenset(
-    """
-    a about above after again against all also am an and any are as at be because been before being below between
-    both but by can could did do does doing done down during each either else etc ever every few for from further
-    get gets got had has have having he her here hers herself him himself his how i if in into is it its itself just
-    let lets may me might more most much must my myself need neither no nor not now of off on once one only or other
-    our ours ourselves out over own per please same shall she should so some such than that the their theirs them
-    themselves then there these they this those though through to too under until up upon us use used using very via
-    was we were what whats when where whether which while who whom whose why will with within without would yet you
-    your yours yourself yourselves s t ll re ve m
-    """.split()
-)
 
 _TOKEN = re.compile(r"[^\W_]+")
 
@@ -174,7 +162,11 @@ def _prefix_bounds(root: str) -> tuple[str, str]:
 
 
 def _walk_supported(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
-    """Supported files under `root` (a folder or one file), skipping hidden files and folders."""
+    """Supported files under `root` (a folder or one file), skipping hidden files and folders.
+
+    `os.walk(followlinks=False)` does not descend into symlinked folders, but it does list symlinked
+    files: one whose real path leaves `root` (`ln -s /etc/passwd notes.txt`) is skipped and logged.
+    """
     if root.is_file():
         yield root, root.stat()
         return
@@ -185,6 +177,9 @@ def _walk_supported(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
                 continue
             path = Path(dirpath) / name
             if not is_supported(path):
+                continue
+            if path.is_symlink() and not resolves_inside(path, root):
+                log.warning("local_file_outside_root", file=str(path), root=str(root))
                 continue
             try:
                 stat = path.stat()
@@ -292,7 +287,7 @@ class CorpusIndex:
                 for file_path, stat in _walk_supported(root):
                     key = str(file_path)
                     seen.add(key)
-                    self._index_file(conn, file_path, stat, known.get(key), stats, pending, collection)
+                    self._index_file(conn, root, file_path, stat, known.get(key), stats, pending, collection)
                     if pending.files >= _COMMIT_EVERY_FILES or pending.docs >= _COMMIT_EVERY_DOCS:
                         conn.execute("COMMIT")
                         conn.execute("BEGIN IMMEDIATE")
@@ -344,6 +339,7 @@ class CorpusIndex:
     def _index_file(
         self,
         conn: sqlite3.Connection,
+        root: Path,
         path: Path,
         stat: os.stat_result,
         known: _FileRow | None,
@@ -359,7 +355,14 @@ class CorpusIndex:
             stats.docs_unchanged += known.doc_count
             return
         try:
-            data = path.read_bytes()
+            data = read_bytes_inside(path, root)
+        except OutsideRootError as exc:
+            log.warning("local_file_outside_root", file=key, root=str(root), error=exc.message)
+            stats.files_failed += 1
+            if known is not None:
+                stats.docs_removed += self._delete_file(conn, key)
+                stats.files_removed += 1
+            return
         except OSError as exc:
             log.warning("local_file_unreadable", file=key, error=str(exc))
             stats.files_failed += 1
@@ -569,18 +572,6 @@ class CorpusIndex:
             parts.append("(d.path = ? OR (d.path >= ? AND d.path < ?))")
             params.extend((root, low, high))
         return "(" + " OR ".join(parts) + ")", params
-
-    async def document_count(self, roots: Sequence[Path | str] | None = None) -> int:
-        def count() -> int:
-            root_strs = [str(Path(r).expanduser().resolve()) for r in roots] if roots is not None else None
-            with closing(self._connect()) as conn:
-                return (
-                    self._count_docs(conn, root_strs)
-                    if root_strs is not None
-                    else int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-                )
-
-        return await asyncio.to_thread(count)
 
 
 def _location(path: str, doc_key: str, roots: Sequence[str] | None) -> str:

@@ -56,10 +56,6 @@ class CircuitBreaker:
             self._advance()
             return self._state
 
-    @property
-    def consecutive_failures(self) -> int:
-        return self._consecutive_failures
-
     def retry_in(self) -> float:
         """Seconds until an open breaker lets a probe through (0 when not open)."""
         with self._guard:
@@ -115,16 +111,19 @@ class CircuitBreaker:
 
 
 class CircuitBreakerRegistry:
-    """One breaker per provider; the process-wide instance is shared by every session."""
+    """One breaker per provider; the process-wide instance is shared by every session. `clock` (seconds,
+    monotonic) is every breaker's clock: tests move it instead of waiting out the reset timeout."""
 
     def __init__(
         self,
         *,
         failure_threshold: int = DEFAULT_FAILURE_THRESHOLD,
         reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.failure_threshold = failure_threshold
         self.reset_timeout_s = reset_timeout_s
+        self.clock = clock
         self._breakers: dict[str, CircuitBreaker] = {}
         self._guard = threading.Lock()
 
@@ -133,7 +132,10 @@ class CircuitBreakerRegistry:
             breaker = self._breakers.get(name)
             if breaker is None:
                 breaker = self._breakers[name] = CircuitBreaker(
-                    name, failure_threshold=self.failure_threshold, reset_timeout_s=self.reset_timeout_s
+                    name,
+                    failure_threshold=self.failure_threshold,
+                    reset_timeout_s=self.reset_timeout_s,
+                    clock=self.clock,
                 )
             return breaker
 

@@ -68,6 +68,11 @@ class RateLimiter:
         self._interval = interval + min(SPACING_MARGIN_FRACTION * interval, SPACING_MARGIN_MAX_S)
 
     @property
+    def last_granted_at(self) -> float:
+        """time.monotonic() value of the latest grant (-inf before the first)."""
+        return self._last_start
+
+    @property
     def paused_until(self) -> float:
         """time.monotonic() value before which no request starts (-inf when not paused)."""
         return self._paused_until

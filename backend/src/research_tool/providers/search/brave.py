@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from research_tool.core.errors import AccessDeniedError
+from research_tool.core.settings import secret_value
 from research_tool.models.entities import SourceResult
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.provider_http import error_message, json_body, raise_for_status, send
@@ -31,7 +32,10 @@ class BraveProvider(SearchProvider):
             "GET",
             f"{self.base_url}/res/v1/web/search",
             params=params,
-            headers={"X-Subscription-Token": self.settings.brave_api_key or "", "Accept": "application/json"},
+            headers={
+                "X-Subscription-Token": secret_value(self.settings.brave_api_key) or "",
+                "Accept": "application/json",
+            },
             check=False,
         )
         if response.status_code == 422 and "SUBSCRIPTION_TOKEN_INVALID" in response.text:

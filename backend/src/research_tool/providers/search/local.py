@@ -45,6 +45,14 @@ def truncate_text(text: str, limit: int = MAX_CONTENT_CHARS) -> str:
 _LAST_INDEXED: dict[tuple[str, str], float] = {}
 
 
+def _exists(path: Path) -> bool:
+    """`path.exists()`, with a path the OS refuses (too long, NUL byte) counted as missing."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 class LocalProvider(SearchProvider):
     name: ClassVar[str] = "local"
     default_rps: ClassVar[float] = 1000.0
@@ -77,7 +85,7 @@ class LocalProvider(SearchProvider):
     def unavailable_reason(self) -> str | None:
         if not self.corpus_dirs:
             return NO_FOLDER_REASON
-        missing = [d for d in self.corpus_dirs if not d.exists()]
+        missing = [d for d in self.corpus_dirs if not _exists(d)]
         if missing:
             return f"corpus folder not found: {missing[0]}"
         return None
@@ -85,7 +93,7 @@ class LocalProvider(SearchProvider):
     def check_folders(self) -> list[Path]:
         """The folders, resolved; raises BadInputError with one clear line when one is missing."""
         for folder in self.corpus_dirs:
-            if not folder.exists():
+            if not _exists(folder):
                 raise BadInputError(f"corpus folder not found: {folder}")
         return [folder.resolve() for folder in self.corpus_dirs]
 

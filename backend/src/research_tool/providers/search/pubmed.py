@@ -8,6 +8,7 @@ import httpx
 from lxml import etree
 
 from research_tool.core.errors import ProviderResponseError
+from research_tool.core.settings import secret_value
 from research_tool.models.entities import SourceResult
 from research_tool.providers.base import SearchProvider, SourceKind
 from research_tool.providers.provider_http import rate_limited, send, xml_root
@@ -54,13 +55,16 @@ class PubMedProvider(SearchProvider):
     @property
     def requests_per_second(self) -> float:
         # NCBI allows 10/s with an API key, 3/s without.
-        return self.settings.provider_rps(self.name, 10.0 if self.settings.ncbi_api_key else self.default_rps)
+        return self.settings.provider_rps(
+            self.name, 10.0 if secret_value(self.settings.ncbi_api_key) else self.default_rps
+        )
 
     def _params(self, **params: Any) -> dict[str, Any]:
         params.setdefault("db", "pubmed")
         params["tool"] = "research-tool"
-        if self.settings.ncbi_api_key:
-            params["api_key"] = self.settings.ncbi_api_key
+        key = secret_value(self.settings.ncbi_api_key)
+        if key:
+            params["api_key"] = key
         return params
 
     def _check_rate_limit_body(self, response: httpx.Response) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from research_tool.core.errors import ProviderResponseError
+from research_tool.core.settings import secret_value
 from research_tool.models.entities import SourceResult
 from research_tool.providers.base import SearchProvider, SourceKind
 from research_tool.providers.provider_http import json_body, send
@@ -31,8 +32,9 @@ class SemanticScholarProvider(SearchProvider):
             if filters and key in filters:
                 params[key] = filters[key]
         headers = {}
-        if self.settings.semantic_scholar_api_key:
-            headers["x-api-key"] = self.settings.semantic_scholar_api_key
+        api_key = secret_value(self.settings.semantic_scholar_api_key)
+        if api_key:
+            headers["x-api-key"] = api_key
         response = await send(self, "GET", f"{self.base_url}/graph/v1/paper/search", params=params, headers=headers)
         body = json_body(self, response)
         if not isinstance(body, dict):

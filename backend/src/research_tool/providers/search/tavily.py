@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from research_tool.core.settings import secret_value
 from research_tool.models.entities import SourceResult
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.provider_http import json_body, send
@@ -33,7 +34,7 @@ class TavilyProvider(SearchProvider):
             "POST",
             f"{self.base_url}/search",
             json_body=payload,
-            headers={"Authorization": f"Bearer {self.settings.tavily_api_key or ''}"},
+            headers={"Authorization": f"Bearer {secret_value(self.settings.tavily_api_key) or ''}"},
         )
         body = json_body(self, response)
         return [self._result(item, rank, query) for rank, item in enumerate(body.get("results") or [], 1)][:max_results]

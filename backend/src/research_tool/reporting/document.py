@@ -1,0 +1,328 @@
+"""The one rendering core of the md and html exports: a report as a small tree of blocks and inlines.
+
+`build_document` decides what a report shows and in which order (sections, lists, labels); the md
+and html renderers only decide how each node is written. Every string taken from the report (so
+from sources and models) lands in a `Text`, `Code` or `Link` node, and each renderer escapes those
+for its own syntax: nothing here is markup.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import quote, urlsplit
+
+from research_tool.models.entities import Citation
+from research_tool.models.report import Finding, Report, ReportMetadata
+from research_tool.reporting.text import clean_text, one_line
+
+LINKABLE_SCHEMES = frozenset({"http", "https", "file"})
+MARKER = re.compile(r"\[(\d+)\]")
+MAX_ENTITIES = 30
+MAX_TABLE_COLUMNS = 8
+
+# --- inline nodes -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Text:
+    """Untrusted text. With `markers`, its `[n]` citation markers may become links to the sources."""
+
+    text: str
+    markers: bool = False
+
+
+@dataclass(frozen=True)
+class Emph:
+    children: tuple[Inline, ...]
+
+
+@dataclass(frozen=True)
+class Strong:
+    children: tuple[Inline, ...]
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """A parenthesised aside about the line it ends (a finding's confidence)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link whose `url` has a linkable scheme (checked by `link_or_text`)."""
+
+    url: str
+    label: str
+
+
+Inline = Text | Emph | Strong | Code | Note | Link
+Inlines = tuple[Inline, ...]
+
+# --- block nodes ------------------------------------------------------------------------------------
+
+Role = Literal["", "meta", "small", "short-answer"]
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    lines: tuple[Inlines, ...]  # hard line breaks between them
+    role: Role = ""
+
+
+@dataclass(frozen=True)
+class ListItem:
+    content: Inlines
+    children: tuple[ListItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class BulletList:
+    items: tuple[ListItem, ...]
+    role: Role = ""
+
+
+@dataclass(frozen=True)
+class OrderedList:
+    items: tuple[ListItem, ...]
+
+
+@dataclass(frozen=True)
+class SourceEntry:
+    citation_id: str  # "[n]"
+    content: Inlines
+
+
+@dataclass(frozen=True)
+class SourceList:
+    entries: tuple[SourceEntry, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+Block = Paragraph | BulletList | OrderedList | SourceList | Table
+
+
+@dataclass(frozen=True)
+class Section:
+    heading: str
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True)
+class ReportDocument:
+    title: str
+    intro: tuple[Block, ...]
+    sections: tuple[Section, ...]
+    citation_ids: frozenset[str]  # markers that name a source, so may link to it
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def is_linkable(url: str) -> bool:
+    """Only http(s) and file urls become links; javascript:, data:, relative urls stay text."""
+    candidate = url.strip()
+    if not candidate or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in candidate):
+        return False
+    return urlsplit(candidate).scheme.lower() in LINKABLE_SCHEMES
+
+
+def link_or_text(url: str, label: str | None = None) -> Inline:
+    return Link(url.strip(), label if label is not None else url.strip()) if is_linkable(url) else Text(url)
+
+
+def cite_anchor(citation_id: str) -> str:
+    number = citation_id.strip("[]")
+    return f"cite-{number}" if number.isdigit() else "cite-" + re.sub(r"\W", "", number)
+
+
+def finding_label(finding: Finding) -> str:
+    parts = [f"confidence {finding.confidence:.2f}", "verified" if finding.verified else "single source"]
+    return ", ".join(parts)
+
+
+def joined(parts: list[Inlines], separator: str) -> Inlines:
+    out: list[Inline] = []
+    for index, part in enumerate(parts):
+        if index:
+            out.append(Text(separator))
+        out.extend(part)
+    return tuple(out)
+
+
+_LIST_ITEM = re.compile(r"^\s*[-*]\s+")
+
+
+def text_blocks(text: str) -> tuple[Block, ...]:
+    """A multi-paragraph text (the answer): blank-line separated paragraphs, `- ` lines as lists."""
+    blocks: list[Block] = []
+    for raw in re.split(r"\n\s*\n", clean_text(text).strip()):
+        lines = [line.strip() for line in raw.strip().splitlines() if line.strip()]
+        if not lines:
+            continue
+        if all(_LIST_ITEM.match(line) for line in lines):
+            items = tuple(ListItem((Text(_LIST_ITEM.sub("", line), markers=True),)) for line in lines)
+            blocks.append(BulletList(items))
+        else:
+            blocks.append(Paragraph(tuple((Text(line, markers=True),) for line in lines)))
+    return tuple(blocks)
+
+
+# --- the report as a document ----------------------------------------------------------------------
+
+
+def short_answer_line(report: Report) -> tuple[str, str]:
+    """(label, text) of the line under the title: the short answer, or that the sources do not answer."""
+    if not report.answered:
+        return "Not answered", "the sources found do not answer this question."
+    if report.short_answer:
+        return "Short answer", report.short_answer
+    return "", ""
+
+
+def build_document(report: Report) -> ReportDocument:
+    intro: list[Block] = []
+    label, short = short_answer_line(report)
+    if label:
+        intro.append(Paragraph(((Strong((Text(f"{label}:"),)), Text(" " + one_line(short))),), "short-answer"))
+    if report.refined_query and one_line(report.refined_query) != one_line(report.query):
+        intro.append(
+            Paragraph(((Emph((Text("Researched as:"),)), Text(" " + one_line(report.refined_query))),), "meta")
+        )
+    facts = [
+        f"domain {report.domain}",
+        f"tier {report.tier}",
+        f"privacy {report.privacy_mode}",
+        f"status {report.status}",
+    ]
+    if report.stop_reason:
+        facts.append(f"stopped: {one_line(report.stop_reason)}")
+    intro.append(Paragraph(((Text(" · ".join(facts)),),), "meta"))
+
+    answer = text_blocks(report.answer) or (Paragraph(((Emph((Text("No answer."),)),),)),)
+    sections = [Section("Answer", answer)]
+    if report.findings:
+        sections.append(Section("Key findings", (_findings(report.findings),)))
+    contradicted = [f for f in report.findings if f.contradictions]
+    if contradicted:
+        sections.append(Section("Contradictions", (_contradictions(contradicted),)))
+    if report.gaps:
+        sections.append(Section("Gaps", (BulletList(tuple(ListItem((Text(one_line(g)),)) for g in report.gaps)),)))
+    if report.citations:
+        entries = tuple(SourceEntry(c.id, _citation(c)) for c in report.citations)
+        sections.append(Section("Sources", (SourceList(entries),)))
+    if report.entities:
+        items = tuple(
+            ListItem((Text(f"{one_line(e.name)} ({one_line(e.type)}; {e.mentions} mentions in {e.sources} sources)"),))
+            for e in report.entities[:MAX_ENTITIES]
+        )
+        sections.append(Section("Entities", (BulletList(items),)))
+    if report.saturation:
+        table = _saturation_table(report.saturation)
+        if table is not None:
+            sections.append(Section("Saturation", (table,)))
+    sections.append(Section("Metadata", (_metadata(report),)))
+    return ReportDocument(
+        title=one_line(report.query),
+        intro=tuple(intro),
+        sections=tuple(sections),
+        citation_ids=frozenset(c.id for c in report.citations),
+    )
+
+
+def _findings(findings: list[Finding]) -> OrderedList:
+    items = []
+    for finding in findings:
+        conflicts = tuple(
+            ListItem((Text("Contradicted by: "), Text(one_line(c), markers=True))) for c in finding.contradictions
+        )
+        content = (Text(one_line(finding.statement), markers=True), Text(" "), Note(finding_label(finding)))
+        items.append(ListItem(content, conflicts))
+    return OrderedList(tuple(items))
+
+
+def _contradictions(findings: list[Finding]) -> BulletList:
+    items = []
+    for finding in findings:
+        for conflict in finding.contradictions:
+            statement = Text(one_line(finding.statement), markers=True)
+            versus = (Text(" "), Strong((Text("vs"),)), Text(" "))
+            items.append(ListItem((statement, *versus, Text(one_line(conflict), markers=True))))
+    return BulletList(tuple(items))
+
+
+def _citation(citation: Citation) -> Inlines:
+    parts: list[Inlines] = [(Strong((Text(one_line(citation.title)),)),)]
+    authors = [one_line(a) for a in citation.authors if a.strip()]
+    byline = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
+    if byline and citation.year:
+        parts.append((Text(f"{byline} ({citation.year})"),))
+    elif byline or citation.year:
+        parts.append((Text(byline or str(citation.year)),))
+    if citation.location:
+        parts.append((Code(one_line(citation.location)),))
+    parts.append((Text(f"{one_line(citation.type)} via {one_line(citation.provider)}"),))
+    if citation.doi:
+        doi = one_line(citation.doi)
+        parts.append((Text("doi: "), link_or_text("https://doi.org/" + quote(doi, safe="/:;()._-"), doi)))
+    parts.append((link_or_text(one_line(citation.url)),))
+    return joined(parts, " — ")
+
+
+def _saturation_table(history: list[dict[str, object]]) -> Table | None:
+    keys: list[str] = []
+    for entry in history:
+        for key, value in entry.items():
+            if key not in keys and isinstance(value, (int, float, str, bool)):
+                keys.append(key)
+    keys = keys[:MAX_TABLE_COLUMNS]
+    if not keys:
+        return None
+    rows = tuple(tuple(_cell(entry.get(key, "")) for key in keys) for entry in history)
+    return Table(tuple(one_line(k) for k in keys), rows)
+
+
+def _cell(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else one_line(str(value))
+
+
+def fallback_line(meta: ReportMetadata) -> str | None:
+    """One line on the steps the model could not do (step names and reason codes only: no model text)."""
+    if not meta.fallbacks and not meta.degraded_reason:
+        return None
+    counts: dict[tuple[str, str], int] = {}
+    for fallback in meta.fallbacks:
+        counts[(fallback.step, fallback.reason)] = counts.get((fallback.step, fallback.reason), 0) + 1
+    steps = "; ".join(f"{step}{f' ×{n}' if n > 1 else ''}: {reason}" for (step, reason), n in counts.items())
+    line = f"model fallbacks: {len(meta.fallbacks)} step(s) done by the offline engine ({steps})" if steps else ""
+    if meta.degraded_reason:
+        line = f"{line}; degraded: {meta.degraded_reason}" if line else f"degraded: {meta.degraded_reason}"
+    return line
+
+
+def _metadata(report: Report) -> BulletList:
+    meta = report.metadata
+    failures: Inlines = (Text(f"access failures: {meta.access_failures}; citations removed: {meta.citations_removed}"),)
+    if meta.degraded_mode:
+        failures = (*failures, Text("; "), Strong((Text("degraded mode"),)))
+    lines: list[Inlines] = [
+        (Text(f"engine {one_line(meta.engine)}, model {one_line(meta.model)}, {meta.token_count} tokens"),),
+        (Text(f"{meta.iterations} iterations in {meta.duration_s:.1f} s, {meta.provider_calls} provider calls"),),
+        (Text(f"{meta.sources_retrieved} sources, {meta.facts_extracted} facts ({meta.facts_verified} verified)"),),
+        failures,
+        *([(Text(line),)] if (line := fallback_line(meta)) else []),
+        (Text(f"generated {one_line(meta.timestamp)} · session {one_line(report.session_id)}"),),
+    ]
+    return BulletList(tuple(ListItem(line) for line in lines), "small")

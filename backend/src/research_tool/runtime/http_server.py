@@ -1,0 +1,135 @@
+"""Serving the app with uvicorn, bounded against slow and numerous clients.
+
+What uvicorn offers and what it does not:
+- `timeout_keep_alive` closes a connection idle *between* requests; `limit_concurrency` answers 503 to
+  requests that arrive while too many connections or tasks are open. Neither bounds a client that
+  opens a connection and never finishes its request headers: uvicorn arms no timer before the first
+  request, and every byte received cancels the keep-alive timer, so 1,100 such clients held every
+  file descriptor of a `ulimit -n 1024` server for as long as they liked.
+- So the HTTP protocol here is uvicorn's httptools protocol plus three bounds: the request line and
+  headers must be complete within `RESEARCH_HEADER_TIMEOUT_S` of the connection opening (or of the
+  previous response on a keep-alive connection), or the connection is closed; they may not exceed
+  MAX_HEAD_BYTES (httptools buffers any amount: 431); and a connection over
+  `RESEARCH_MAX_CONNECTIONS` is closed as soon as it is accepted, so the process always keeps file
+  descriptors for its databases and outgoing requests. `limit_concurrency` is set to the same number.
+
+A flood larger than `RESEARCH_MAX_CONNECTIONS` within one header timeout still delays other clients
+for up to that timeout; on a network you do not trust, put a reverse proxy with per-client limits in
+front (nginx `limit_conn` + `client_header_timeout`), as the README says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from research_tool.core.logging import get_logger
+from research_tool.core.settings import Settings
+
+log = get_logger(__name__)
+
+APP_FACTORY = "research_tool.api.app:create_app"
+KEEP_ALIVE_S = 5
+
+
+# A request's line and headers (plus whatever body bytes share their reads) may not exceed this. httptools
+# sets no limit: 16 MB of headers were buffered and answered. asyncio reads at most 256 KiB at a time, so a
+# request whose headers fit in one read is never refused for the body bytes that came with them.
+MAX_HEAD_BYTES = 256 * 1024
+_TOO_LARGE_BODY = (
+    b'{"error": {"type": "headers_too_large", "message": "request headers too large", "retryable": false}}'
+)
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"content-length: %d\r\n\r\n%s" % (len(_TOO_LARGE_BODY), _TOO_LARGE_BODY)
+)
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header-read deadline, a header size limit and a connection cap."""
+
+    header_timeout_s: ClassVar[float] = 10.0
+    max_connections: ClassVar[int] = 500
+
+    _header_deadline: asyncio.TimerHandle | None = None
+    _head_bytes = 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            log.warning("connection_refused_over_limit", open_connections=len(self.connections) - 1)
+            transport.abort()
+            return
+        self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_deadline()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._header_deadline is not None:  # still reading a request's line and headers
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._cancel_header_deadline()
+                log.info("connection_closed_headers_too_large", client=str(self.client), bytes=self._head_bytes)
+                self.transport.write(_TOO_LARGE)
+                self.transport.close()
+                return
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self._cancel_header_deadline()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # The next request on this keep-alive connection gets a fresh deadline for its headers.
+        if not self.transport.is_closing() and not self.pipeline:
+            self._arm_header_deadline()
+
+    def _arm_header_deadline(self) -> None:
+        self._cancel_header_deadline()
+        self._head_bytes = 0
+        self._header_deadline = self.loop.call_later(self.header_timeout_s, self._header_deadline_passed)
+
+    def _cancel_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _header_deadline_passed(self) -> None:
+        self._header_deadline = None
+        if not self.transport.is_closing():
+            log.info("connection_closed_slow_headers", client=str(self.client), timeout_s=self.header_timeout_s)
+            self.transport.close()
+
+
+def bounded_protocol(settings: Settings) -> type[BoundedHttpToolsProtocol]:
+    """The protocol class with this server's limits (uvicorn builds one instance per connection)."""
+    return type(
+        "ResearchHttpProtocol",
+        (BoundedHttpToolsProtocol,),
+        {"header_timeout_s": settings.header_timeout_s, "max_connections": settings.max_connections},
+    )
+
+
+def server_config(settings: Settings, host: str, port: int, **overrides: Any) -> uvicorn.Config:
+    options: dict[str, Any] = {
+        "factory": True,
+        "host": host,
+        "port": port,
+        "workers": 1,
+        "http": bounded_protocol(settings),
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "limit_concurrency": settings.max_connections,
+        **overrides,
+    }
+    return uvicorn.Config(APP_FACTORY, **options)
+
+
+def run_server(settings: Settings, host: str, port: int) -> None:
+    """Blocking: serve the API until interrupted (`research-tool serve`)."""
+    uvicorn.Server(server_config(settings, host, port)).run()
