@@ -17,11 +17,17 @@ pytestmark = pytest.mark.slow
 EXPECTED_FIGURES = {
     "overhead": ["wall / lower bound (all sessions)", "lower bound (mean)", "sessions completed"],
     "scale": [
-        "2 sessions: status p95",
-        "2 sessions: event lag p95",
-        "2 sessions: peak RSS",
-        "2 sessions: checkpoint bytes per session",
-        "2 sessions: sessions lost",
+        "2 x 0.1s: start POST p95",
+        "2 x 0.1s: failed starts",
+        "2 x 0.1s: status p95",
+        "2 x 0.1s: /healthz p95",
+        "2 x 0.1s: event lag p95",
+        "2 x 0.1s: sessions on the time guard",
+        "2 x 0.1s: sessions per minute",
+        "2 x 0.1s: peak RSS (server + workers)",
+        "2 x 0.1s: completed with a report",
+        "2 x 0.1s: checkpoint bytes per session",
+        "2 x 0.1s: sessions lost",
     ],
     "rate_limits": [
         "semantic_scholar (5/s): minimum spacing",
@@ -76,7 +82,9 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
             assert expected in names, f"{result.name} lacks {expected!r}: {names}"
             assert result.figure(expected).value is not None, f"{result.name}: {expected} has no value"
     assert results[0].figure("sessions completed").value == 1
-    assert results[1].figure("2 sessions: sessions lost").value == 0
+    assert results[1].figure("2 x 0.1s: sessions lost").value == 0
+    assert results[1].figure("2 x 0.1s: failed starts").value == 0
+    assert results[1].figure("2 x 0.1s: completed with a report").value == 2
     assert results[3].figure("sessions that never resumed").value == 0
     assert results[4].figure("documents indexed").value == 3
     assert results[6].figure("status").value == "completed"
@@ -84,7 +92,7 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
     assert results[7].figure("data dir after deleting / empty").met  # deleting gives the space back
 
     table = render_table(results)
-    assert "[scale] 2 sessions: status p95" in table and "[resume]" in table
+    assert "[scale] 2 x 0.1s: status p95" in table and "[resume]" in table
     saved = json.loads(save_results(results, tmp_path / "data", ["--quick"]).read_text())
     assert saved["machine"]["cores"] and len(saved["results"]) == len(BENCHMARKS)
     assert {f["name"] for f in saved["results"][2]["figures"]} >= set(EXPECTED_FIGURES["rate_limits"])

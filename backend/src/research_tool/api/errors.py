@@ -18,6 +18,7 @@ from research_tool.core.errors import (
     BadInputError,
     EngineUnavailableError,
     ResearchToolError,
+    ServerBusyError,
     SessionNotFoundError,
     SessionStateError,
 )
@@ -72,7 +73,7 @@ def status_for(exc: ResearchToolError) -> int:
         return 409
     if isinstance(exc, BadInputError):
         return 400
-    if isinstance(exc, EngineUnavailableError):
+    if isinstance(exc, EngineUnavailableError | ServerBusyError):
         return 503
     return 502 if exc.retryable else 500
 
@@ -95,6 +96,8 @@ async def research_error_handler(request: Request, exc: Exception) -> JSONRespon
     assert isinstance(exc, ResearchToolError)
     status = status_for(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, ServerBusyError):
+        headers = {"Retry-After": str(exc.retry_after_s)}
     if status >= 500:
         log.warning("api_error", path=request.url.path, status=status, error_type=exc.error_type, message=exc.message)
     return error_response(status, exc.error_type, exc.message, exc.retryable, headers)

@@ -1,8 +1,9 @@
 """`python -m research_tool.bench` (`make bench`): run the benchmarks, print a table, save JSON under the
 data dir (`<RESEARCH_DATA_DIR>/bench/results-<timestamp>.json`).
 
-    python -m research_tool.bench                      # all seven, default sizes (< 15 min on 2 cores)
-    python -m research_tool.bench --only scale --sizes 10,50
+    python -m research_tool.bench                      # all seven, default sizes
+    python -m research_tool.bench --only scale         # 100 x 0.1 s, 300 x 1.0 s, 1,000 x 1.0 s (~12 min)
+    python -m research_tool.bench --only scale --sizes 100,300 --delays 0.1,1.0   # every size at every delay
     python -m research_tool.bench --quick              # every benchmark at its smallest size
 """
 
@@ -16,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from research_tool.bench.local_index import run_local_index
 from research_tool.bench.model_hang import run_model_hang
@@ -23,7 +25,7 @@ from research_tool.bench.overhead import run_overhead
 from research_tool.bench.rate_limits import run_rate_limits
 from research_tool.bench.results import BenchResult, machine, render_table, save_results
 from research_tool.bench.resume import run_resume
-from research_tool.bench.scale import run_scale
+from research_tool.bench.scale import DEFAULT_RUNS, run_scale
 from research_tool.bench.splitter import run_splitter
 from research_tool.bench.storage import run_storage
 from research_tool.core.logging import configure_logging
@@ -37,7 +39,7 @@ class Sizes:
     overhead_sessions: int = 3
     overhead_max_iterations: int | None = None  # the standard tier's own (5); sessions saturate earlier
     overhead_warmup: int = 1
-    scale_sizes: tuple[int, ...] = (10, 50, 100)
+    scale_runs: tuple[tuple[int, float], ...] = DEFAULT_RUNS  # (sessions, replay delay s)
     scale_max_iterations: int = 2
     rate_limit_sessions: int = 3
     rate_limit_max_iterations: int = 2
@@ -56,7 +58,7 @@ QUICK = Sizes(
     overhead_sessions=1,
     overhead_max_iterations=1,
     overhead_warmup=0,
-    scale_sizes=(2,),
+    scale_runs=((2, 0.1),),
     scale_max_iterations=1,
     rate_limit_sessions=2,
     rate_limit_max_iterations=1,
@@ -79,7 +81,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             warmup=sizes.overhead_warmup,
         ),
         "scale": lambda: run_scale(
-            workdir, sizes=sizes.scale_sizes, max_iterations=sizes.scale_max_iterations, profile_dir=sizes.profile_dir
+            workdir, runs=sizes.scale_runs, max_iterations=sizes.scale_max_iterations, profile_dir=sizes.profile_dir
         ),
         "rate_limits": lambda: run_rate_limits(
             workdir,
@@ -125,7 +127,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m research_tool.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run only this benchmark (repeatable)")
     parser.add_argument("--quick", action="store_true", help="every benchmark at its smallest size")
-    parser.add_argument("--sizes", help="scale: comma-separated session counts (default 10,50,100)")
+    parser.add_argument(
+        "--sizes", help="scale: comma-separated session counts (default: 100 x 0.1 s, 300 and 1000 x 1 s)"
+    )
+    parser.add_argument("--delays", help="scale: comma-separated replay delays in seconds, each run at every size")
     parser.add_argument(
         "--profile",
         type=Path,
@@ -136,12 +141,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _numbers(text: str | None, kind: type[int] | type[float]) -> list[Any]:
+    return [kind(part) for part in (text or "").split(",") if part.strip()]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     configure_logging("console", "WARNING")
     sizes = QUICK if args.quick else Sizes()
-    if args.sizes:
-        sizes = Sizes(**{**sizes.__dict__, "scale_sizes": tuple(int(s) for s in args.sizes.split(",") if s.strip())})
+    if args.sizes or args.delays:
+        counts = _numbers(args.sizes, int) or sorted({n for n, _ in sizes.scale_runs})
+        delays = _numbers(args.delays, float) or sorted({d for _, d in sizes.scale_runs})
+        sizes = Sizes(**{**sizes.__dict__, "scale_runs": tuple((n, d) for d in delays for n in counts)})
     if args.profile:
         sizes = Sizes(**{**sizes.__dict__, "profile_dir": args.profile.resolve()})
     names = args.only or list(BENCHMARKS)

@@ -41,7 +41,7 @@ class ReplayProvider:
 class BenchEnvironment:
     data_dir: Path
     providers: tuple[ReplayProvider, ...]
-    max_concurrent_sessions: int = 3
+    max_concurrent_sessions: int | None = 3  # None: the server's default
     extra: dict[str, Any] = field(default_factory=dict)  # further Settings fields (RESEARCH_<NAME>)
 
     @property
@@ -53,12 +53,9 @@ class BenchEnvironment:
         for provider in self.providers:
             values[f"{provider.name}_base_url"] = provider.base_url
             values[f"{provider.name}_rps"] = provider.rps
-        values.update(
-            data_dir=self.data_dir,
-            llm="offline",
-            log_level="WARNING",
-            max_concurrent_sessions=self.max_concurrent_sessions,
-        )
+        values.update(data_dir=self.data_dir, llm="offline", log_level="WARNING")
+        if self.max_concurrent_sessions is not None:
+            values["max_concurrent_sessions"] = self.max_concurrent_sessions
         values.update(self.extra)
         return values
 

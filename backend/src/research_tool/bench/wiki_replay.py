@@ -169,6 +169,8 @@ class WikiReplay:
 
 def _handler(replay: WikiReplay) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real providers are: a client's pool reuses connections
+
         def do_GET(self) -> None:
             replay.record(self.path)
             time.sleep(replay.delay_s)

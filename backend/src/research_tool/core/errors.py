@@ -36,6 +36,18 @@ class SessionStateError(ResearchToolError):
     error_type = "conflict"
 
 
+class ServerBusyError(ResearchToolError):
+    """The server already holds as many sessions as it may (running + queued): try again after `retry_after_s`.
+    Nothing was created (API 503 with Retry-After)."""
+
+    error_type = "server_busy"
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 # --- providers --------------------------------------------------------------------------------
 
 

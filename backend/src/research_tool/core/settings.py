@@ -41,9 +41,14 @@ class Settings(BaseSettings):
     token_budget: int = Field(default=200_000, ge=1)
     provider_call_budget: int = Field(default=300, ge=1)
     search_concurrency: int = Field(default=8, ge=1, le=64)
+    # Requests of one provider endpoint in flight at once, process-wide; the rest wait at the endpoint's gate.
+    provider_max_in_flight: int = Field(default=64, ge=1, le=1024)
 
     # Server.
-    max_concurrent_sessions: int = Field(default=3, ge=1, le=1000)
+    # Sessions running at once; the rest wait in the queue (RESEARCH_MAX_QUEUED_SESSIONS), and a start beyond
+    # that is refused with 503 + Retry-After.
+    max_concurrent_sessions: int = Field(default=32, ge=1, le=1000)
+    max_queued_sessions: int = Field(default=2000, ge=0, le=100_000)
     clarify_timeout_s: float = Field(default=600.0, gt=0)
     api_token: SecretStr | None = None
     cors_origins: str = ""

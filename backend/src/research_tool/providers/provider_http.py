@@ -109,12 +109,13 @@ async def send(
     headers: dict[str, str] | None = None,
     check: bool = True,
 ) -> httpx.Response:
-    """One request under the provider's rate limit. Base URLs are operator-set, so redirects are followed."""
-    await provider_limiter(provider).acquire()
+    """One request through the provider endpoint's gate (in-flight bound and rate limit), so that it reaches
+    the shared client's pool only when it can be sent. Base URLs are operator-set, so redirects are followed."""
     try:
-        response = await provider.client.request(
-            method, url, params=params, json=json_body, headers=headers, follow_redirects=True
-        )
+        async with provider_limiter(provider).slot():
+            response = await provider.client.request(
+                method, url, params=params, json=json_body, headers=headers, follow_redirects=True
+            )
     except httpx.TimeoutException as exc:
         raise ProviderTimeoutError(provider.name, f"timed out ({type(exc).__name__})", url=url) from exc
     except httpx.HTTPError as exc:

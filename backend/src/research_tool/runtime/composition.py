@@ -26,6 +26,7 @@ from research_tool.providers.fetching.crawler import Crawler
 from research_tool.providers.gateway import SearchGateway
 from research_tool.providers.http_client import create_http_client
 from research_tool.providers.memory import MemoryStore
+from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 from research_tool.runtime.checkpoints import PrunableSqliteSaver, assert_prunable, open_checkpointer
 from research_tool.runtime.content_store import ContentStore
 from research_tool.runtime.event_log import EventLog
@@ -68,7 +69,8 @@ async def open_research_services(
 ) -> AsyncIterator[ResearchServices]:
     """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests).
     `retention_sweeps`: apply RESEARCH_RETENTION_DAYS now and every hour while open (the server)."""
-    client = create_http_client()
+    RATE_LIMITERS.max_in_flight = settings.provider_max_in_flight
+    client = create_http_client(settings.provider_max_in_flight)
     owner = await DataDirOwner.acquire(settings.data_dir)  # readers can tell sessions of a dead process
     conn = await open_database(settings.db_path("sessions.db"))
     content = await ContentStore.open(settings.db_path("content.db"))
@@ -114,6 +116,7 @@ async def open_research_services(
                 context_factory=make_context,
                 engine_factory=engine_factory or make_engine,
                 max_concurrent=settings.max_concurrent_sessions,
+                max_queued=settings.max_queued_sessions,
                 clarify_timeout_s=settings.clarify_timeout_s,
             )
             assert_prunable(runner.graph.channels)

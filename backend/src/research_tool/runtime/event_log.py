@@ -28,6 +28,10 @@ class EventLog:
         self._next_seq: dict[str, int] = {}
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = defaultdict(set)
 
+    def begin(self, session_id: str) -> None:
+        """`session_id` is new and has no event yet: its first append needs no look-up of the last seq."""
+        self._next_seq.setdefault(session_id, 1)
+
     async def append(
         self, session_id: str, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None
     ) -> Event:
@@ -51,8 +55,7 @@ class EventLog:
             await self._conn.execute(
                 "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (session_id, seq, event.ts, type, phase, message, json.dumps(event.data, default=str)),
-            )
-            await self._conn.commit()
+            )  # autocommit (storage.open_database): durable once executed
             if event.is_final:
                 self._next_seq.pop(session_id, None)  # nothing more is expected: read MAX(seq) if something comes
             else:

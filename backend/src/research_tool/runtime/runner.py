@@ -26,6 +26,7 @@ from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
+from research_tool.runtime.admission import Admission
 from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.session_store import SessionStore
@@ -90,6 +91,7 @@ class SessionRunner:
         engine_factory: EngineFactory,
         max_concurrent: int,
         clarify_timeout_s: float,
+        max_queued: int = 2000,
     ) -> None:
         self.store = store
         self.events = events
@@ -99,6 +101,7 @@ class SessionRunner:
         self._context_factory = context_factory
         self._engine_factory = engine_factory
         self._slots = asyncio.Semaphore(max_concurrent)
+        self.admission = Admission(max_running=max_concurrent, max_queued=max_queued)
         self._clarify_timeout_s = clarify_timeout_s
         self._live: dict[str, _Live] = {}
         self.running_count = 0
@@ -107,10 +110,15 @@ class SessionRunner:
     # --- starting and resuming ------------------------------------------------------------------
 
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
-        record = await self.store.create(request, session_id)
-        await self.events.append(
-            record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d."
-        )
+        """Write a new queued session; ServerBusyError (nothing written) when the queue is full.
+        Launch it before the next await so that its queue place stays taken."""
+        with self.admission.reserve(running=self.running_count):
+            record = await self.store.create(request, session_id)
+            if session_id is None:  # a fresh id: no event can exist for it
+                self.events.begin(record.id)
+            await self.events.append(
+                record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d."
+            )
         return record
 
     def launch(self, session_id: str) -> asyncio.Task[None]:
@@ -118,6 +126,8 @@ class SessionRunner:
         live = self._live.setdefault(session_id, _Live())
         if live.task is None or live.task.done():
             live.task = asyncio.create_task(self._drive(session_id), name=f"session-{session_id}")
+            self.admission.enqueue(session_id)
+            live.task.add_done_callback(lambda _: self.admission.dequeue(session_id))
         return live.task
 
     async def resume_incomplete(self) -> list[str]:
@@ -191,12 +201,15 @@ class SessionRunner:
 
     async def _drive(self, session_id: str) -> None:
         async with self._slots:
+            self.admission.dequeue(session_id)  # the time guard's clock starts with the first node, after this
             self.running_count += 1
             self.max_running_seen = max(self.max_running_seen, self.running_count)
+            started = time.monotonic()
             try:
                 await self._run(session_id)
             finally:
                 self.running_count -= 1
+                self.admission.record_run(time.monotonic() - started)
                 self._forget(session_id)
 
     def _forget(self, session_id: str) -> None:

@@ -69,9 +69,13 @@ class SessionStore:
             "INSERT INTO sessions (id, query, request, status, created_at, updated_at)"
             " VALUES (?, ?, ?, 'queued', ?, ?)",
             (sid, request.query, request.model_dump_json(), now, now),
+        )  # autocommit (storage.open_database): durable once executed
+        # The row is what was just written: cache it rather than read it back (a start is one trip to SQLite).
+        record = SessionRecord(
+            id=sid, query=request.query, request=request, status="queued", created_at=now, updated_at=now
         )
-        await self._conn.commit()
-        return await self.get(sid)
+        self._cache[sid] = record.model_copy(deep=True)
+        return record
 
     async def get(self, session_id: str) -> SessionRecord:
         cached = self._cache.get(session_id)
@@ -148,8 +152,8 @@ class SessionStore:
             except ValidationError:
                 self._cache.pop(session_id, None)  # a value a read would reject: let the next read say so
         try:
+            # autocommit (storage.open_database): durable once executed
             await self._conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id))
-            await self._conn.commit()
         except BaseException:
             self._cache.pop(session_id, None)  # the row is what SQLite says it is: read it again next time
             raise

@@ -1,4 +1,4 @@
-"""Per-provider request spacing, shared by every session in the process (DESIGN §4).
+"""Per-provider request spacing and in-flight bound, shared by every session in the process (DESIGN §4).
 
 Each provider (and each crawled host) has one `RateLimiter` that lets requests through no closer
 than `1 / rate` seconds apart, in arrival order, and can be paused by anyone: a 429 with
@@ -8,6 +8,13 @@ caller in the process.
 Why not aiolimiter: its leaky bucket has no way to hold the bucket for a server-given pause, and its
 capacity lets a burst of `max_rate` requests through at once, while the providers' documented limits
 (arXiv one request per 3 s, Semantic Scholar 1/s) ask for even spacing. This is ~40 lines.
+
+`slot()` is the gate every provider request passes before it reaches the shared httpx client: at most
+`max_in_flight` requests per endpoint are past it, so requests that have to wait, wait here (an
+asyncio.Semaphore: one deque entry each, woken one at a time) and not in httpx's connection pool, whose
+bookkeeping walks every queued request on each change and, with hundreds queued, ran on the event loop
+for most of its time. The client's pool is sized so that what passes the gates never waits in it
+(`http_client.pool_limits`).
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from research_tool.core.logging import get_logger
@@ -30,19 +39,24 @@ MAX_PAUSE_S = 600.0
 # and bring two arrivals closer than the interval. A little slack on each interval absorbs that.
 SPACING_MARGIN_FRACTION = 0.02
 SPACING_MARGIN_MAX_S = 0.010
+# Requests of one provider endpoint past its gate at once (RESEARCH_PROVIDER_MAX_IN_FLIGHT sets the process's).
+DEFAULT_MAX_IN_FLIGHT = 64
 
 
 class RateLimiter:
     """Even spacing of `rate` requests per second, with a shared pause."""
 
-    def __init__(self, name: str, rate: float) -> None:
+    def __init__(self, name: str, rate: float, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.name = name
         self._interval = 0.0
         self.set_rate(rate)
+        self.max_in_flight = max(1, max_in_flight)
         self._last_start = float("-inf")
         self._paused_until = float("-inf")
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._guard = threading.Lock()
+        self.in_flight = 0
 
     @property
     def interval(self) -> float:
@@ -81,6 +95,27 @@ class RateLimiter:
                 lock = self._locks[loop] = asyncio.Lock()
             return lock
 
+    def _gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            gate = self._gates.get(loop)
+            if gate is None:
+                self._gates = {lp: g for lp, g in self._gates.items() if not lp.is_closed()}
+                gate = self._gates[loop] = asyncio.Semaphore(self.max_in_flight)
+            return gate
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Wait for one of the endpoint's `max_in_flight` places, then for the request's turn in the spacing;
+        hold the place until the response is read (the body block ends)."""
+        async with self._gate():
+            await self.acquire()
+            self.in_flight += 1
+            try:
+                yield
+            finally:
+                self.in_flight -= 1
+
     async def acquire(self) -> None:
         """Wait for this caller's turn. Callers bound it with their deadline (asyncio.timeout_at)."""
         async with self._lock():
@@ -100,13 +135,14 @@ class RateLimiterRegistry:
     def __init__(self) -> None:
         self._limiters: dict[str, RateLimiter] = {}
         self._guard = threading.Lock()
+        self.max_in_flight = DEFAULT_MAX_IN_FLIGHT  # for limiters created from now on
 
     def get(self, key: str, rate: float) -> RateLimiter:
         """The limiter for `key`, created on first use; its rate follows the latest configuration."""
         with self._guard:
             limiter = self._limiters.get(key)
             if limiter is None:
-                limiter = self._limiters[key] = RateLimiter(key, rate)
+                limiter = self._limiters[key] = RateLimiter(key, rate, self.max_in_flight)
             else:
                 limiter.set_rate(rate)
             return limiter
