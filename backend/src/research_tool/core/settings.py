@@ -58,7 +58,8 @@ class Settings(BaseSettings):
     # Slow and numerous clients: request headers must arrive within this many seconds of the connection
     # (or of the previous response); connections over the limit are closed at once (runtime/http_server.py).
     header_timeout_s: float = Field(default=10.0, gt=0, le=600)
-    max_connections: int = Field(default=500, ge=1, le=100_000)
+    # None: half the process's file-descriptor limit, at most 4,096 (runtime/http_server.connection_limit).
+    max_connections: int | None = Field(default=None, ge=1, le=100_000)
     max_request_bytes: int = 64 * 1024
     run_timeout_s: float = Field(default=600.0, gt=0)
     # Finished sessions last updated longer ago than this are deleted (`research-tool gc`, and the server
