@@ -215,3 +215,14 @@ async def test_markdown_rendered_in_chromium_runs_nothing() -> None:
             await browser.close()
     assert dialogs == []
     assert counts == {"img": 0, "script": 0, "handlers": 0}
+
+
+def test_adjacent_citation_markers_stay_plain_and_render_as_text() -> None:
+    text = md_escape("Both sources agree [1][3][4].", markers=True)
+    assert text == "Both sources agree [1][3][4]."
+    assert MarkdownIt("commonmark").renderInline(text) == "Both sources agree [1][3][4]."
+    # a marker that would open an inline link or a definition is still escaped
+    assert (
+        md_escape("[2](http://x.test) [5]: http://x.test", markers=True)
+        == "\\[2\\](http://x.test) \\[5\\]: http://x.test"
+    )

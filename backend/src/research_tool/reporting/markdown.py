@@ -31,7 +31,9 @@ from research_tool.reporting.document import (
 from research_tool.reporting.text import clean_text, one_line
 
 _ALWAYS = frozenset("\\`*<[]~")
-_KEPT_MARKER = re.compile(r"\[\d{1,6}\](?![(\[:])")  # a plain [n]: no link, reference or definition
+# A plain [n]: not an inline link "[n](" nor a definition "[n]:". "[1][2]" stays too: a reference link needs a
+# definition, and none can exist (every other "[" and "]" is escaped).
+_KEPT_MARKER = re.compile(r"\[\d{1,6}\](?![(:])")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{0,31});")
 _BLOCK_OPENER = re.compile(r"^( *)([#>+=-])")
 _ORDERED_OPENER = re.compile(r"^( *\d{1,9})([.)])(?=\s|$)")
