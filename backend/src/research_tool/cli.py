@@ -150,9 +150,16 @@ def build_parser() -> OneLineParser:
     providers.add_argument("--domain", choices=DOMAIN_NAMES)
     providers.add_argument("--json", action="store_true")
 
-    serve = sub.add_parser("serve", help="run the HTTP API (one worker)")
+    serve = sub.add_parser("serve", help="run the HTTP API (and, unless --no-worker, a worker running sessions)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="API only: sessions run on `research-tool worker` processes (needs RESEARCH_DATABASE_URL)",
+    )
+
+    sub.add_parser("worker", help="run sessions from the shared queue, no HTTP (needs RESEARCH_DATABASE_URL)")
 
     sub.add_parser("mcp", help="run the MCP server on stdin/stdout (for an MCP client such as Claude Desktop)")
     add_gc_parser(sub)
@@ -764,10 +771,40 @@ async def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+CLUSTER_ONLY = "needs RESEARCH_DATABASE_URL (a postgresql:// URL): sessions are shared through Postgres"
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.http_server import run_server
 
+    if args.no_worker:
+        if not settings.database_url:
+            stderr.print(Text(f"research-tool: error: serve --no-worker {CLUSTER_ONLY}"))
+            return EXIT_BAD_INPUT
+        os.environ["RESEARCH_RUN_WORKER"] = "false"  # uvicorn builds the app from the environment
+        settings = settings.model_copy(update={"run_worker": False})
     run_server(settings, args.host, args.port)
+    return EXIT_OK
+
+
+async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    """Run sessions claimed from the shared queue until SIGTERM or Ctrl-C; its sessions' leases are released
+    on the way out, so other workers resume them at once."""
+    import signal
+
+    from research_tool.engines.cpu_pool import cpu_pool
+    from research_tool.runtime.composition import open_research_services
+
+    if not settings.database_url:
+        raise CliError(f"worker {CLUSTER_ONLY}")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with cpu_pool(settings.cpu_workers), open_research_services(settings, worker=True):
+        stderr.print(Text("Worker started: running sessions from the shared queue (Ctrl-C stops it).", style="bold"))
+        await stop.wait()
+    stderr.print(Text("Worker stopped; its unfinished sessions were handed back to the queue."))
     return EXIT_OK
 
 
@@ -788,6 +825,7 @@ COMMANDS = {
     "index": cmd_index,
     "providers": cmd_providers,
     "mcp": cmd_mcp,
+    "worker": cmd_worker,
     "gc": cmd_gc,
 }
 

@@ -49,6 +49,14 @@ class Settings(BaseSettings):
     # that is refused with 503 + Retry-After.
     max_concurrent_sessions: int = Field(default=32, ge=1, le=1000)
     max_queued_sessions: int = Field(default=2000, ge=0, le=100_000)
+    # Cluster mode (RESEARCH_DATABASE_URL): a worker holds a lease on each session it runs for this long and
+    # renews it every third of it; a worker that dies (kill -9) loses its sessions to another worker after at most
+    # this long. Workers also look for claimable sessions every RESEARCH_WORKER_POLL_S besides being woken.
+    lease_ttl_s: float = Field(default=15.0, ge=1.0, le=3600)
+    worker_poll_s: float = Field(default=3.0, gt=0, le=600)
+    # Whether `research-tool serve` also runs sessions (a worker in the API process); `serve --no-worker` sets
+    # it false. Only cluster mode can run without one: an embedded (SQLite) server always runs its sessions.
+    run_worker: bool = True
     clarify_timeout_s: float = Field(default=600.0, gt=0)
     api_token: SecretStr | None = None
     cors_origins: str = ""
