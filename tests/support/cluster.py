@@ -30,7 +30,7 @@ from tests.conftest import FOREIGN_ENV
 
 POSTGRES_ADMIN_URL = os.environ.get("RESEARCH_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 CLOSED_PORT_URL = "http://127.0.0.1:9"
-START_TIMEOUT_S = 40.0
+START_TIMEOUT_S = 120.0  # five processes importing the stack at once on a busy 2-core machine
 
 
 def _admin_connect() -> Any:
