@@ -1,8 +1,8 @@
 """The session runner: runs each session's graph thread, at most N at once, and carries stop requests,
 clarification answers and progress between the graph and the outside world (CLI or API).
 
-A session's truth lives in SQLite (row, events, checkpoints), never only in memory: a process that
-dies loses at most the node in flight, and `resume_incomplete()` picks every unfinished session up.
+A session's truth lives in the database (row, events, checkpoints; SQLite or Postgres), never only in memory: a
+process that dies loses at most the node in flight, and `resume_incomplete()` picks every unfinished session up.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
 from research_tool.runtime.admission import Admission
-from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.janitor import StorageJanitor
-from research_tool.runtime.session_store import SessionStore
+from research_tool.runtime.stores import EventLogProtocol, SessionStoreProtocol
 
 log = get_logger(__name__)
 
@@ -83,8 +82,8 @@ class SessionRunner:
     def __init__(
         self,
         *,
-        store: SessionStore,
-        events: EventLog,
+        store: SessionStoreProtocol,
+        events: EventLogProtocol,
         checkpointer: Any,
         janitor: StorageJanitor,
         context_factory: ContextFactory,
