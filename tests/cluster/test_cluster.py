@@ -189,5 +189,6 @@ async def test_two_api_nodes_three_workers_survive_a_killed_worker_and_a_restart
         f"\ncluster test: {len(orphaned)} sessions of the killed worker resumed elsewhere, first event after "
         f"the kill in {min(takeover):.2f}-{max(takeover):.2f} s; all {SESSIONS} done {all_done_s:.1f} s after the "
         f"kill; stop through the other node ended the session in {stop_s:.2f} s; "
-        f"test ran {time.monotonic() - started_at:.1f} s (API nodes up after {up_s:.1f} s, kill at {kill_after_s:.1f} s)"
+        f"test ran {time.monotonic() - started_at:.1f} s "
+        f"(API nodes up after {up_s:.1f} s, kill at {kill_after_s:.1f} s)"
     )

@@ -1,11 +1,11 @@
 """The session runner: runs each session's graph thread, at most N at once, and carries stop requests,
 clarification answers and progress between the graph and the outside world (CLI or API).
 
-A session's truth lives in the database (row, events, checkpoints), never only in memory: a process that
-dies loses at most the node in flight. Embedded (SQLite), `resume_incomplete()` picks every unfinished
-session up at start. In cluster mode (Postgres, `leasing` set) a session runs only in the process that holds
-its lease: workers claim queued sessions and the sessions of dead workers (runtime/cluster/), a start only
-writes the queued row, and stops and answers reach the running process as notifications (`signal`).
+A session's truth lives in the database (row, events, checkpoints; SQLite or Postgres), never only in memory: a
+process that dies loses at most the node in flight. Embedded (SQLite), `resume_incomplete()` picks every
+unfinished session up at start. In cluster mode (Postgres, `leasing` set) a session runs only in the process
+that holds its lease: workers claim queued sessions and the sessions of dead workers (runtime/cluster/), a
+start only writes the queued row, and stops and answers reach the running process as notifications (`signal`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
 from research_tool.runtime.admission import Admission
-from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.janitor import StorageJanitor
-from research_tool.runtime.session_store import SessionStore
+from research_tool.runtime.stores import EventLogProtocol, SessionStoreProtocol
 
 log = get_logger(__name__)
 
@@ -98,8 +97,8 @@ class SessionRunner:
     def __init__(
         self,
         *,
-        store: SessionStore,
-        events: EventLog,
+        store: SessionStoreProtocol,
+        events: EventLogProtocol,
         checkpointer: Any,
         janitor: StorageJanitor,
         context_factory: ContextFactory,

@@ -154,4 +154,3 @@ async def cluster_node(
         await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await listener.aclose()
-
