@@ -293,7 +293,8 @@ class SessionRunner:
                 # Another process holds it: follow it, and take it over if that process dies before the end.
                 self.admission.dequeue(session_id)
                 try:
-                    await asyncio.wait_for(self._await_elsewhere(session_id), timeout=CLAIM_RETRY_S)
+                    async with asyncio.timeout(CLAIM_RETRY_S):
+                        await self._await_elsewhere(session_id)
                     return
                 except TimeoutError:
                     continue

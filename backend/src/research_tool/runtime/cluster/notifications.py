@@ -50,7 +50,8 @@ class NotificationListener:
         """Begin listening; returns once the first LISTEN is in place (or its first attempt failed)."""
         self._task = asyncio.create_task(self._run(), name="pg-listener")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.connected.wait(), timeout=self._connect_timeout_s)
+            async with asyncio.timeout(self._connect_timeout_s):
+                await self.connected.wait()
 
     async def aclose(self) -> None:
         if self._task is not None:

@@ -50,5 +50,8 @@ class ClusterWorker:
                 log.warning("claim_failed", error=str(exc))
                 await asyncio.sleep(CLAIM_ERROR_PAUSE_S)
                 continue
+            # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancellation that arrives as the event is
+            # set (a session ending during shutdown), and the loop would go on claiming.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._poll_s)
+                async with asyncio.timeout(self._poll_s):
+                    await self._wake.wait()
