@@ -5,6 +5,11 @@ a "restart" (new services on the same database) resumes an interrupted session f
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -121,6 +126,40 @@ async def test_a_restart_resumes_an_interrupted_session_from_its_postgres_checkp
     assert [e.seq for e in events] == list(range(1, len(events) + 1)), "one gapless log across both processes"
     assert before.count("plan") == after.count("plan") == 1, f"the plan was not redone: {after}"
     assert after[: len(before)] == before
+
+
+async def test_retention_and_orphan_sweep_on_postgres(pg_settings: Settings, tiny_corpus: Path) -> None:
+    """`research-tool gc` on Postgres: an expired session and an orphaned event log are deleted everywhere."""
+    async with open_research_services(pg_settings) as services:
+        old = await services.runner.create(research(tiny_corpus))
+        services.runner.launch(old.id)
+        assert (await services.runner.wait(old.id)).status == "completed"
+        await services.events.append("gone", "progress", None, "a log whose session row was deleted")
+        summary = await services.janitor.collect_garbage(retention_days=1, now=datetime.now(UTC) + timedelta(days=2))
+        assert summary.sessions_deleted == 1 and summary.orphans_deleted == 1 and summary.texts_deleted > 0
+        assert set((await rows_of(services.storage.pool, old.id)).values()) == {0}
+        assert await services.events.session_ids() == set()
+
+
+def test_cli_lists_and_shows_sessions_stored_in_postgres(pg_settings: Settings, tiny_corpus: Path) -> None:
+    result = asyncio.run(run_session(pg_settings, research(tiny_corpus)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESEARCH_")}
+    env.update(RESEARCH_DATA_DIR=str(pg_settings.data_dir), RESEARCH_DATABASE_URL=str(pg_settings.database_url))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "research_tool", *args], env=env, capture_output=True, text=True, timeout=120
+        )
+
+    listed = cli("sessions", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)["sessions"]
+    assert [(r["session_id"], r["status"]) for r in rows] == [(result.record.id, "completed")]
+    shown = cli("show", result.record.id[:8], "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    assert result.report is not None and json.loads(shown.stdout)["answer"] == result.report["answer"]
+    missing = cli("show", "nosuchsession")
+    assert missing.returncode == 2 and "unknown session id" in missing.stderr
 
 
 _ = EngineStep  # the held engine never returns a step
