@@ -31,7 +31,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./data")
     # Storage backend: unset keeps everything in SQLite files under data_dir; a postgresql:// (or postgres://)
     # URL puts sessions, events, checkpoints, page texts and provider memory in Postgres (the `postgres` extra).
-    database_url: str | None = None
+    # Left out of the settings' repr: the URL may carry a password.
+    database_url: str | None = Field(default=None, repr=False)
     # Connections of the process's Postgres pool (every store and the checkpointer share it).
     database_pool_size: int = Field(default=10, ge=1, le=1000)
     llm: str = "offline"
