@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from research_tool.bench.wiki_replay import running_wiki
-from tests.api.conftest import offline_settings, serve, sse_events
+from research_tool.bench.wiki_replay import Page, build_pages, running_wiki
+from tests.api.conftest import PAGE_CHARS, offline_settings, serve, sse_events
 
 pytestmark = pytest.mark.slow
 
 
 async def test_a_session_over_http_on_postgres(pg_url: str, tmp_path: Path) -> None:
-    with running_wiki(delay_s=0.0) as (wiki_url, _):
+    pages = [Page(p.pageid, p.title, p.text[:PAGE_CHARS], p.words) for p in build_pages()]  # as the API tests
+    with running_wiki(delay_s=0.0, pages=pages) as (wiki_url, _):
         settings = offline_settings(tmp_path / "data", wiki_url, database_url=pg_url)
         async with serve(settings) as api:
             sid = await api.start()
