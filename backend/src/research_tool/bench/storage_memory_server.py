@@ -29,6 +29,7 @@ from research_tool.api.app import create_app
 from research_tool.bench.server_process import proc_status_kb
 
 PROBE_SIGNAL = signal.SIGUSR1
+KEEP_ALIVE_S = 300
 
 
 def probe_path(probe_dir: Path, number: int) -> Path:
@@ -72,7 +73,17 @@ def main(argv: list[str]) -> int:
     probe_dir.mkdir(parents=True, exist_ok=True)
     probe = MemoryProbe(probe_dir)
     signal.signal(PROBE_SIGNAL, probe.on_signal)
-    config = uvicorn.Config(create_app, factory=True, host="127.0.0.1", port=port, workers=1, log_level="warning")
+    config = uvicorn.Config(
+        create_app,
+        factory=True,
+        host="127.0.0.1",
+        port=port,
+        workers=1,
+        log_level="warning",
+        # The benchmark's client waits between rounds (the slowest session, then a probe); uvicorn's 5 s would
+        # close its idle keep-alive connections under it, a race that surfaces as a ReadError on the next POST.
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
     uvicorn.Server(config).run()
     return 0
 

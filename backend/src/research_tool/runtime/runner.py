@@ -28,6 +28,7 @@ from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
 from research_tool.runtime.admission import Admission
 from research_tool.runtime.event_log import EventLog
+from research_tool.runtime.heap_trim import HeapTrimmer
 from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.session_store import SessionStore
 
@@ -106,6 +107,7 @@ class SessionRunner:
         self._live: dict[str, _Live] = {}
         self.running_count = 0
         self.max_running_seen = 0
+        self.heap = HeapTrimmer()
 
     # --- starting and resuming ------------------------------------------------------------------
 
@@ -211,6 +213,8 @@ class SessionRunner:
                 self.running_count -= 1
                 self.admission.record_run(time.monotonic() - started)
                 self._forget(session_id)
+        # Out of its slot and its frames: what the session allocated is free now; give it back to the OS.
+        await self.heap.after_session()
 
     def _forget(self, session_id: str) -> None:
         """Drop a session's in-memory handles once its task ends (finished, failed or cancelled): its truth
