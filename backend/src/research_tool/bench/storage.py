@@ -211,6 +211,7 @@ async def _memory(
         rss: list[tuple[int, int]] = []
         heap: list[tuple[int, int]] = []
         gc_objects: list[tuple[int, int]] = []
+        sqlite: list[tuple[int, int]] = []
         bodies = [_body(i, tier="simple", max_iterations=1, formats=["json"]) for i in range(sessions)]
         started = time.perf_counter()
         for done in range(step, sessions + 1, step):
@@ -219,6 +220,7 @@ async def _memory(
             rss.append((done, int(figures["rss_kb"] or 0)))
             heap.append((done, round(int(figures["python_heap_bytes"] or 0) / 1024)))
             gc_objects.append((done, int(figures["gc_objects"])))
+            sqlite.append((done, round(int(figures.get("sqlite_bytes") or 0) / 1024)))
         span = time.perf_counter() - started
     return {
         "sessions": rss[-1][0] if rss else 0,
@@ -229,9 +231,11 @@ async def _memory(
         "rss_kb": rss,
         "python_heap_kb": heap,
         "gc_objects": gc_objects,
+        "sqlite_kb": sqlite,
         "rss_slope_kb_per_session": _slopes(rss, sessions),
         "python_heap_slope_kb_per_session": _slopes(heap, sessions),
         "gc_objects_per_session": _slopes(gc_objects, sessions),
+        "sqlite_slope_kb_per_session": _slopes(sqlite, sessions),
     }
 
 

@@ -4,8 +4,9 @@
 A probe runs on the event loop between two callbacks: a full garbage collection, then it writes
 `<probe_dir>/probe-<n>.json` with the resident set (VmRSS, after the collection), the Python heap (tracemalloc:
 bytes allocated since the first probe and still held), the number of objects the garbage collector tracks and
-the interpreter's allocated blocks. The first probe starts tracemalloc with one frame per trace (its cheapest
-form), so what it counts is what the sessions run after it allocated and kept.
+the interpreter's allocated blocks, and the bytes SQLite has allocated (sqlite3_memory_used: page caches and
+statements). The first probe starts tracemalloc with one frame per trace (its cheapest form), so what it
+counts is what the sessions run after it allocated and kept.
 
     python -m research_tool.bench.storage_memory_server PORT PROBE_DIR
 """
@@ -13,12 +14,15 @@ form), so what it counts is what the sessions run after it allocated and kept.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import gc
 import json
 import os
 import signal
 import sys
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -36,11 +40,29 @@ def probe_path(probe_dir: Path, number: int) -> Path:
     return probe_dir / f"probe-{number}.json"
 
 
+def _sqlite_memory_used() -> Callable[[], int] | None:
+    """sqlite3_memory_used() of the libsqlite3 the sqlite3 module uses (when it is a shared library)."""
+    name = ctypes.util.find_library("sqlite3")
+    if name is None:
+        return None
+    try:
+        used = ctypes.CDLL(name).sqlite3_memory_used
+    except (OSError, AttributeError):
+        return None
+    used.restype = ctypes.c_int64
+    return lambda: int(used())
+
+
+SQLITE_MEMORY_USED = _sqlite_memory_used()
+
+
 def memory_figures() -> dict[str, Any]:
-    """After a full collection: this process's RSS, the traced Python heap, the gc's objects."""
+    """After a full collection: this process's RSS, the traced Python heap, the gc's objects, SQLite's heap
+    (page caches and statements of every connection)."""
     gc.collect()
     return {
         "rss_kb": proc_status_kb(os.getpid(), "VmRSS"),
+        "sqlite_bytes": SQLITE_MEMORY_USED() if SQLITE_MEMORY_USED is not None else None,
         "python_heap_bytes": tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else None,
         "gc_objects": len(gc.get_objects()),
         "allocated_blocks": sys.getallocatedblocks(),
