@@ -47,6 +47,7 @@ EXPECTED_FIGURES = {
         "checkpoint bytes per completed session",
         "data dir after deleting / empty",
         "RSS growth per finished session (second half)",
+        "Python heap growth per finished session (second half)",
     ],
 }
 

@@ -7,18 +7,25 @@ provider (a process of its own, 10 ms per request).
    `DELETE /api/research/{id}`. Figures: checkpoint bytes per completed session (target <= 300 KB), page
    text stored, data dir size empty / after the sessions / after deleting them (target: back within 10% of
    empty).
-2. Memory: another fresh server runs `rss_sessions` small sessions (simple tier, one cycle, json export,
-   `concurrency` at a time) and its RSS is read from /proc after every `rss_step` finished sessions.
-   Figure: RSS growth per finished session over the second half of the run (a least-squares slope; the
-   first half lets SQLite's page caches and the allocator's arenas fill up), target <= 1 KB per session,
-   i.e. flat: a server that has finished 1,000 sessions holds no more than one that has finished 500.
+2. Memory: another fresh server (storage_memory_server: the same app under uvicorn, plus a memory probe)
+   runs `rss_sessions` small sessions (simple tier, one cycle, json export, `concurrency` at a time) in rounds
+   of `rss_step`; after each round, with no session in flight, the server runs a full garbage collection and
+   reports its RSS and its Python heap (tracemalloc, counted from the first session).
+   Figures: RSS and Python-heap growth per finished session over the second half of the run (least-squares
+   slopes; the first half lets SQLite's page caches, the allocator's arenas and the engine's bounded caches
+   fill up); targets <= 1 KB per session of RSS and <= 0.1 KB of Python heap, i.e. flat: a server that has
+   finished 1,000 sessions holds no more than one that has finished 500.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +34,16 @@ import httpx
 from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.replay_process import replay_process
 from research_tool.bench.results import BenchResult
-from research_tool.bench.server_process import ServerProcess, uvicorn_server
+from research_tool.bench.server_process import (
+    ServerProcess,
+    ServerStartError,
+    _spawn,
+    free_port,
+    uvicorn_server,
+    wait_healthy,
+)
 from research_tool.bench.session_storage import storage_per_session
+from research_tool.bench.storage_memory_server import PROBE_SIGNAL, probe_path
 from research_tool.runtime.janitor import data_dir_bytes
 
 QUESTIONS = (
@@ -44,6 +59,8 @@ WIKIPEDIA_RPS = 1000.0
 CHECKPOINT_TARGET_BYTES = 300_000
 EMPTY_RATIO_TARGET = 1.10
 RSS_SLOPE_TARGET_KB = 1.0
+HEAP_SLOPE_TARGET_KB = 0.1  # no Python object kept per session (the smallest dict is ~0.2 KB)
+PROBE_TIMEOUT_S = 60.0
 SESSION_TIMEOUT_S = 120.0
 
 
@@ -132,39 +149,93 @@ async def _disk(
     }
 
 
+async def _probe(server: ServerProcess, probe_dir: Path, number: int) -> dict[str, Any]:
+    """Ask the server for its memory figures (storage_memory_server: SIGUSR1, then a JSON file)."""
+    server.process.send_signal(PROBE_SIGNAL)
+    path = probe_path(probe_dir, number)
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    while not path.exists():
+        if server.process.poll() is not None or time.monotonic() > deadline:
+            raise ServerStartError(f"the server gave no memory probe: {server.stderr_tail()}")
+        await asyncio.sleep(0.05)
+    figures: dict[str, Any] = json.loads(path.read_text())
+    return figures
+
+
+@asynccontextmanager
+async def _probed_server(
+    env: BenchEnvironment, workdir: Path, client: httpx.AsyncClient
+) -> AsyncIterator[ServerProcess]:
+    """The app under uvicorn as `uvicorn_server` runs it, in storage_memory_server (which answers probes)."""
+    port = free_port()
+    probe_dir = workdir / "probes"
+    command = [sys.executable, "-m", "research_tool.bench.storage_memory_server", str(port), str(probe_dir)]
+    stderr_path = workdir / f"server-{port}.stderr"
+    started = time.time()
+    process = await asyncio.to_thread(_spawn, command, env.process_env(), workdir, stderr_path)
+    server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=stderr_path)
+    try:
+        await wait_healthy(server, client)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(process.wait, 30)
+
+
+def _slopes(samples: list[tuple[int, int]], sessions: int) -> dict[str, float | None]:
+    def rounded(points: list[tuple[int, int]]) -> float | None:
+        slope = slope_kb_per_session(points)
+        return round(slope, 3) if slope is not None else None
+
+    return {
+        "second_half": rounded([(x, y) for x, y in samples if x >= sessions // 2]),
+        "last_quarter": rounded([(x, y) for x, y in samples if x >= sessions * 3 // 4]),
+        "all": rounded(samples),
+    }
+
+
 async def _memory(
     workdir: Path, wiki_url: str, client: httpx.AsyncClient, sessions: int, concurrency: int, step: int
 ) -> dict[str, Any]:
+    """`sessions` small sessions in rounds of `step`; after each round (no session in flight) the server
+    collects its garbage and reports its RSS and traced Python heap."""
     env = BenchEnvironment(
         data_dir=workdir / "memory" / "data",
         providers=(ReplayProvider("wikipedia", wiki_url, WIKIPEDIA_RPS),),
         max_concurrent_sessions=concurrency,
     )
-    async with uvicorn_server(env.process_env(), workdir / "memory", client) as server:
-        idle = server.rss_kb() or 0
-        samples: list[tuple[int, int]] = []
-
-        def sample(finished: int) -> None:
-            if finished % step == 0:
-                samples.append((finished, server.rss_kb() or 0))
-
+    probe_dir = workdir / "memory" / "probes"
+    async with _probed_server(env, workdir / "memory", client) as server:
+        idle = await _probe(server, probe_dir, 1)  # also starts tracing: the heap counts from here
+        rss: list[tuple[int, int]] = []
+        heap: list[tuple[int, int]] = []
+        gc_objects: list[tuple[int, int]] = []
+        sqlite: list[tuple[int, int]] = []
         bodies = [_body(i, tier="simple", max_iterations=1, formats=["json"]) for i in range(sessions)]
         started = time.perf_counter()
-        await _run_sessions(client, server, bodies, concurrency, on_finished=sample)
+        for done in range(step, sessions + 1, step):
+            await _run_sessions(client, server, bodies[done - step : done], concurrency)
+            figures = await _probe(server, probe_dir, len(rss) + 2)
+            rss.append((done, int(figures["rss_kb"] or 0)))
+            heap.append((done, round(int(figures["python_heap_bytes"] or 0) / 1024)))
+            gc_objects.append((done, int(figures["gc_objects"])))
+            sqlite.append((done, round(int(figures.get("sqlite_bytes") or 0) / 1024)))
         span = time.perf_counter() - started
-        final = server.rss_kb() or 0
-    second_half = [(x, y) for x, y in samples if x >= sessions // 2]
-    slope = slope_kb_per_session(second_half)
-    last_quarter = slope_kb_per_session([(x, y) for x, y in samples if x >= sessions * 3 // 4])
     return {
-        "sessions": sessions,
+        "sessions": rss[-1][0] if rss else 0,
         "span_s": round(span, 1),
-        "idle_rss_kb": idle,
-        "final_rss_kb": final,
-        "samples": samples,
-        "slope_second_half_kb_per_session": round(slope, 3) if slope is not None else None,
-        "slope_last_quarter_kb_per_session": round(last_quarter, 3) if last_quarter is not None else None,
-        "slope_all_kb_per_session": round(slope_kb_per_session(samples) or 0.0, 3),
+        "idle_rss_kb": idle["rss_kb"],
+        "final_rss_kb": rss[-1][1] if rss else None,
+        "final_python_heap_kb": heap[-1][1] if heap else None,
+        "rss_kb": rss,
+        "python_heap_kb": heap,
+        "gc_objects": gc_objects,
+        "sqlite_kb": sqlite,
+        "rss_slope_kb_per_session": _slopes(rss, sessions),
+        "python_heap_slope_kb_per_session": _slopes(heap, sessions),
+        "gc_objects_per_session": _slopes(gc_objects, sessions),
+        "sqlite_slope_kb_per_session": _slopes(sqlite, sessions),
     }
 
 
@@ -216,16 +287,32 @@ async def run_storage(
         target=EMPTY_RATIO_TARGET,
         comparison="<=",
     )
-    result.add(f"RSS after {memory['sessions']} sessions", round(memory["final_rss_kb"] / 1024, 1), "MB")
+    m = memory["sessions"]
+    result.add(f"RSS after {m} sessions", round((memory["final_rss_kb"] or 0) / 1024, 1), "MB", note="after gc")
     result.add(
         "RSS growth per finished session (second half)",
-        memory["slope_second_half_kb_per_session"],
+        memory["rss_slope_kb_per_session"]["second_half"],
         "KB",
         target=RSS_SLOPE_TARGET_KB,
         comparison="<=",
-        note=f"{memory['sessions']} sessions in {memory['span_s']:.0f} s",
+        note=f"{m} sessions in {memory['span_s']:.0f} s",
     )
-    result.add("RSS growth per finished session (last quarter)", memory["slope_last_quarter_kb_per_session"], "KB")
+    result.add(
+        "RSS growth per finished session (last quarter)", memory["rss_slope_kb_per_session"]["last_quarter"], "KB"
+    )
+    result.add(
+        f"Python heap held after {m} sessions",
+        round((memory["final_python_heap_kb"] or 0) / 1024, 2),
+        "MB",
+        note="tracemalloc, allocated since the first session",
+    )
+    result.add(
+        "Python heap growth per finished session (second half)",
+        memory["python_heap_slope_kb_per_session"]["second_half"],
+        "KB",
+        target=HEAP_SLOPE_TARGET_KB,
+        comparison="<=",
+    )
     result.details = {"disk": disk, "memory": memory}
     result.seconds = round(time.perf_counter() - started, 2)
     return result

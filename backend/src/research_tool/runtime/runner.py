@@ -30,6 +30,7 @@ from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
 from research_tool.runtime.admission import Admission
+from research_tool.runtime.heap_trim import HeapTrimmer
 from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.stores import EventLogProtocol, SessionStoreProtocol
 
@@ -124,6 +125,7 @@ class SessionRunner:
         self._finish_listeners: list[Callable[[str], None]] = []
         self.running_count = 0
         self.max_running_seen = 0
+        self.heap = HeapTrimmer()
 
     # --- starting and resuming ------------------------------------------------------------------
 
@@ -325,6 +327,8 @@ class SessionRunner:
                 self.running_count -= 1
                 self.admission.record_run(time.monotonic() - started)
                 self._forget(session_id)
+        # Out of its slot and its frames: what the session allocated is free now; give it back to the OS.
+        await self.heap.after_session()
 
     def _forget(self, session_id: str) -> None:
         """Drop a session's in-memory handles once its task ends (finished, failed or cancelled): its truth
