@@ -67,3 +67,8 @@ def test_declarative_filter_and_quality() -> None:
     assert extraction_quality("It may possibly have been released.") < extraction_quality(
         CORLISS_ARCHER_RADIO.split(". ")[0] + "."
     )
+
+
+def test_a_footnote_inside_closing_brackets_stays() -> None:
+    # "x[citation needed])." without its note would read "x)." which the source never says
+    assert clean_statement("It ran (as spin-offs[citation needed]).") == "It ran (as spin-offs[citation needed])."

@@ -33,7 +33,8 @@ LONG_LEAD_IN_WORDS = 10  # a sentence ending in ":" that is at least this long s
 # lettered one ("[citation needed]", "[note 2]", "[a]") goes only where it ends the sentence; inside it, the
 # same brackets are often the text's own ("Z[i]", "deplore[s]", "[a]ccompanied"), and the quote stays verbatim.
 _FOOTNOTE_RE = re.compile(r"\[\d+\]")
-_TRAILING_NOTE_RE = re.compile(r"\s*\[(?:citation needed|note \d+|[a-z]|[a-z][a-z ]{2,18}\?)\](?=[\s.!?\"'”’)]*$)")
+# (a closing one: nothing but a full stop after it, so the statement is still a prefix of the source's sentence)
+_TRAILING_NOTE_RE = re.compile(r"\s*\[(?:citation needed|note \d+|[a-z]|[a-z][a-z ]{2,18}\?)\](?=\.?$)")
 _GUTTER_RE = re.compile(r"\n[ \t]*\|[ \t]*")
 _BOILERPLATE_RE = re.compile(
     r"cookie|javascript|subscribe|sign (?:in|up)|log ?in|click here|all rights reserved|©|privacy policy|"
