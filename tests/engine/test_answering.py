@@ -203,3 +203,26 @@ def test_short_answer_names_what_the_head_noun_introduces_and_keeps_joined_names
         short("Who founded the Varn guild?", "The Varn guild was founded by Ann Lee and Bo Tam in the old town.")
         == "Ann Lee and Bo Tam"
     )
+
+
+def test_short_answer_is_the_opening_name_when_the_question_asks_for_the_subject() -> None:
+    # "who <verb>": the subject, even with another name closer to the question's words
+    assert (
+        short(
+            "Who approached the Tolt council in 1980 about the new bridge?",
+            "Ann Lee, a builder who had worked for Harbour Works in the Varn Valley, approached the Tolt council "
+            "in 1980 about the new bridge.",
+        )
+        == "Ann Lee"
+    )
+    # "what is the <words>?" answered by "<X> is the <words>"
+    assert short("What is the final stage of a Tolt bill?", "Stage 3 is the final stage of a Tolt bill.") == "Stage 3"
+    # the object is asked for: no subject preference
+    assert short("Who did the Tolt council hire in 1980?", "The Tolt council hired Bo Tam in 1980.") == "Bo Tam"
+
+
+def test_short_answer_keeps_a_listed_place_whole() -> None:
+    assert (
+        short("The Varn guild was based in what city?", "The Varn guild was based in Tolt, Harbourshire.")
+        == "Tolt, Harbourshire"
+    )

@@ -64,6 +64,7 @@ SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
 SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
 SHORT_OTHER_SIDE = 1.0
 SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
+SHORT_SUBJECT_BONUS = 2.0  # a name opening the lead, when the question asks for the subject ("who founded X?")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
@@ -462,6 +463,7 @@ _NP_END_RE = re.compile(
 )
 _WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
 _VALUE_RE = re.compile(r"^[-–€$£]?\d[\d,.]*(?:[–-]\d[\d,.]*)?%?$")
+_AUXILIARY = r"(?:did|does|do|is|was|are|were|has|have|had|can|could|will|would|should|may|might|must)"
 _LOOSE_TYPES = frozenset(["person", "place", "organization"])  # a name the finder could not type may be one
 _CLAUSE_BREAK = re.compile(r"[,;:()\u2014\"]|\s[\u2013-]\s")
 
@@ -551,6 +553,10 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             for i in range(sp.first, sp.last)
         )
 
+    # "Who approached ...?", "Which band released ...?": the question asks for the subject, and a name
+    # that opens the lead sentence is its subject
+    subject_asked = _asks_for_subject(intent.text)
+
     def fit(sp: _Span) -> float:
         before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
         after = sorted(words_between(sp, a) for a in anchors if a >= sp.last)
@@ -562,6 +568,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         return (
             closeness
             + (SHORT_HEAD_BONUS if sp == copular else 0.0)
+            + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and sp.first == 0 else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
             - (SHORT_COMMON_PENALTY if common else 0.0)
@@ -572,6 +579,16 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
         last += 1  # "a progressive tax system": the head noun completes the phrase it ends
     return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
+
+
+def _asks_for_subject(question: str) -> bool:
+    """The wh-phrase is the question's subject: "Who approached X?", "Which prince became X?" (not "Who
+    did X join?", "What was X?", "What kind of Y do Z have?")."""
+    text = question.strip().casefold()
+    if re.match(r"^who\s+(?!" + _AUXILIARY + r"\b)[a-z]", text):
+        return True
+    which = re.match(r"^(?:which|what|whose)\s+(?!" + _AUXILIARY + r"\b)[a-z]", text)
+    return which is not None and not re.search(r"\b(?:do|does|did)\b", text)
 
 
 def _copular_span(intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool]) -> _Span | None:
@@ -588,17 +605,34 @@ def _copular_span(intent: QuestionIntent, tokens: list[tuple[int, int, str]], in
                 last += 1
             if last > first and not all(in_question[first:last]):
                 return _Span(first, last, False)
+        # "Stage 3 is the final stage ...": the question's words follow the copula, the subject answers
+        if (
+            token.casefold() in ("is", "are", "was", "were")
+            and 0 < i <= SHORT_ANSWER_WORDS
+            and not all(in_question[:i])
+        ):
+            after = i + 1
+            while after < len(tokens) and tokens[after][2].casefold() in ("a", "an", "the", "one", "of"):
+                after += 1
+            if after < len(tokens) and in_question[after]:
+                return _Span(0, i, False)
     return None
 
 
 def _joined(spans: Sequence[_Span], tokens: list[tuple[int, int, str]], text: str) -> list[_Span]:
-    """Two mentions joined by "and" ("Ann Lee and Bo Lee"): one answer span."""
+    """Mentions joined by "and" or listed with commas ("Ann Lee and Bo Lee", "A, B, and C"): one answer
+    span each run, when it fits in a short answer."""
     mentions = sorted((sp for sp in spans if sp.mention), key=lambda sp: sp.first)
     out = []
+    start: _Span | None = None
     for a, b in pairwise(mentions):
         between = text[tokens[a.last - 1][1] : tokens[b.first][0]].strip()
-        if between in ("and", "or", "&") and b.last - a.first <= SHORT_ANSWER_WORDS:
-            out.append(_Span(a.first, b.last, a.typed, mention=True))
+        if between in ("and", "or", "&", ",", ", and", ", or"):
+            start = start or a
+            if b.last - start.first <= SHORT_ANSWER_WORDS:
+                out.append(_Span(start.first, b.last, start.typed, mention=True))
+        else:
+            start = None
     return out
 
 
