@@ -210,8 +210,8 @@ def test_short_answer_is_the_opening_name_when_the_question_asks_for_the_subject
     assert (
         short(
             "Who approached the Tolt council in 1980 about the new bridge?",
-            "Ann Lee, a builder who had worked for Harbour Works in the Varn Valley, approached the Tolt council "
-            "in 1980 about the new bridge.",
+            "Ann Lee, a builder who worked for a firm in the United States, had approached the Tolt council "
+            "about the bridge as early as July 1980.",
         )
         == "Ann Lee"
     )
