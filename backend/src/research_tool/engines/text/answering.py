@@ -51,13 +51,16 @@ MIN_PREFIX = 5
 MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
-CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much
+CONTEXT_SHARE = 0.5  # a question term found only in the title counts this much
+ANTECEDENT_SHARE = 0.75  # one found only in the sentence a leading pronoun refers to (beyond its subject)
 TYPE_BONUS = 0.4  # the sentence carries a value of the expected type the question does not name
 CODE_BONUS = 0.25  # how-to: a code-like span
 SOURCE_PRIOR = 0.12  # [1] gets this much more than the last source
 RESTATES_PENALTY = 0.2  # fewer than two content words beyond the question's
 CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
 CHAIN_BONUS = 0.1  # the far end of a chain answers; the link only leads to it
+CHAIN_REST_SHARE = 0.5  # a second-hop sentence stating what the link left unsaid (the unfilled slot)
+MAX_CHAIN_TYPED = 20  # sentences of a linked page typed even when their own coverage is low
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
@@ -199,6 +202,12 @@ class Candidate:
         """Its words with its antecedent's: "She served as ..." is judged with the sentence naming her."""
         return self.stems | self.antecedent.stems if self.antecedent is not None else self.stems
 
+    @property
+    def resolved(self) -> frozenset[str]:
+        """Its words with its pronoun resolved: "She served as ..." gains the name that opens the sentence
+        before ("Ann Lee was ..."), not everything that sentence says (which counts as context only)."""
+        return self.stems | _subject_stems(self.antecedent.statement) if self.antecedent is not None else self.stems
+
 
 @dataclass
 class SourceDoc:
@@ -249,6 +258,16 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
 # --- scoring --------------------------------------------------------------------------------------------
 
 
+_SUBJECT_RE = re.compile(r"^(?:(?:the|a|an|of|de|la|von|van|and|&)\s+|[A-Z0-9][\w'’.-]*\s+)+")
+
+
+def _subject_stems(statement: str) -> frozenset[str]:
+    """The stems of the capitalised run that opens a sentence: its named subject ("The Sexual Ethics Task
+    Force of The United Methodist Church" of "... states that ..."); empty for a common-noun subject."""
+    match = _SUBJECT_RE.match(statement + " ")
+    return frozenset(content_stems(match.group(0))) if match else frozenset()
+
+
 def _idf_weights(intent: QuestionIntent, pool: Sequence[Candidate]) -> dict[str, float]:
     n = len(pool)
     weights = {}
@@ -271,13 +290,25 @@ def matched(terms: Iterable[str], stems: frozenset[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def _coverage(stems: frozenset[str], context: frozenset[str], weights: dict[str, float]) -> float:
+def _coverage(
+    stems: frozenset[str],
+    context: frozenset[str],
+    weights: dict[str, float],
+    antecedent: frozenset[str] = frozenset(),
+) -> float:
+    """Weighted share of the question's terms: the sentence's own words in full, its antecedent's at
+    ANTECEDENT_SHARE, its title's at CONTEXT_SHARE."""
     total = sum(weights.values())
     if not total:
         return 0.0
     own = matched(weights, stems)
-    around = matched((k for k in weights if k not in own), context)
-    hit = sum(weights[k] for k in own) + CONTEXT_SHARE * sum(weights[k] for k in around)
+    before = matched((k for k in weights if k not in own), antecedent)
+    around = matched((k for k in weights if k not in own and k not in before), context)
+    hit = (
+        sum(weights[k] for k in own)
+        + ANTECEDENT_SHARE * sum(weights[k] for k in before)
+        + CONTEXT_SHARE * sum(weights[k] for k in around)
+    )
     return hit / total
 
 
@@ -307,6 +338,22 @@ def type_filler(intent: QuestionIntent, statement: str) -> str | None:
     return None
 
 
+def _beside_wh(question: str) -> frozenset[str]:
+    """The stems of the words within three of the question's wh-word: what the asked-for thing does or is."""
+    tokens = re.findall(r"[\w'’-]+", question)
+    at = [i for i, t in enumerate(tokens) if _WH_RE.fullmatch(t)]
+    if not at:
+        return frozenset()
+    i = at[-1]
+    return frozenset(content_stems(" ".join(tokens[max(0, i - 3) : i + 4])))
+
+
+def _names_page(value: str, title: str) -> bool:
+    """The value is (mostly) the page's own subject: "Ashleigh May Brewer" on the page "Ashleigh Brewer"."""
+    value_stems = stem_set(value)
+    return bool(value_stems) and len(value_stems & stem_set(title)) * 2 >= len(value_stems)
+
+
 def _named_in_question(text: str, intent: QuestionIntent) -> bool:
     stems = stem_set(text)
     return bool(stems) and stems <= intent.stems
@@ -321,7 +368,8 @@ def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[
     weights = _idf_weights(intent, pool)
     total_sources = max(1, len(docs))
     for c in pool:
-        c.coverage = _coverage(c.joint, c.context, weights)
+        antecedent = c.antecedent.stems if c.antecedent is not None else frozenset()
+        c.coverage = _coverage(c.resolved, c.context, weights, antecedent)
     # typing a sentence (finding its names) is the costly part: only the plausible ones are typed
     plausible = {id(c) for c in sorted(pool, key=lambda c: -c.coverage)[:MAX_TYPED_CANDIDATES]}
     for doc in docs:
@@ -359,15 +407,25 @@ def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             continue
         link = max(linking, key=lambda c: c.coverage)
         open_type = intent.answer_type in ("thing", "definition", "reason")
+        # the unfilled slot: the question's terms the link does not state; the second hop should
+        link_found = matched(weights, link.joint | link.context)
+        # "headquartered in what city", "created by who": the words of a typed slot
+        near = _beside_wh(intent.text) if not open_type else frozenset()
+        rest = {k: w * (1.5 if k in near else 1.0) for k, w in weights.items() if k not in link_found}
         for c in doc.candidates:
+            if c.filler is None and c.index < MAX_CHAIN_TYPED:
+                c.filler = type_filler(intent, c.statement)  # a low-coverage sentence of a linked page
             typed = bool(c.filler) and not _named_in_question(c.filler or "", intent)
             if c.filler and c.filler.casefold() in link.statement.casefold():
                 typed = False  # the value came from the link itself: no second hop
+            if c.filler and _names_page(c.filler, doc.title):
+                typed = False  # the page's own subject is the bridge entity the link named, not the answer
             if not typed and not (open_type and not _restates(c, intent)):
                 continue
             # the link sentence is about its own page's subject: its title counts as its words
             chained = (
                 CHAIN_SHARE * _coverage(c.joint | link.joint | link.context, c.context, weights)
+                + CHAIN_REST_SHARE * (_coverage(c.resolved, frozenset(), rest) if rest else 0.0)
                 + (TYPE_BONUS if typed else 0.0)
                 + CHAIN_BONUS
             )
