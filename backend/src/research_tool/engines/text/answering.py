@@ -348,12 +348,6 @@ def _beside_wh(question: str) -> frozenset[str]:
     return frozenset(content_stems(" ".join(tokens[max(0, i - 3) : i + 4])))
 
 
-def _names_page(value: str, title: str) -> bool:
-    """The value is (mostly) the page's own subject: "Ashleigh May Brewer" on the page "Ashleigh Brewer"."""
-    value_stems = stem_set(value)
-    return bool(value_stems) and len(value_stems & stem_set(title)) * 2 >= len(value_stems)
-
-
 def _named_in_question(text: str, intent: QuestionIntent) -> bool:
     stems = stem_set(text)
     return bool(stems) and stems <= intent.stems
@@ -418,8 +412,6 @@ def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             typed = bool(c.filler) and not _named_in_question(c.filler or "", intent)
             if c.filler and c.filler.casefold() in link.statement.casefold():
                 typed = False  # the value came from the link itself: no second hop
-            if c.filler and _names_page(c.filler, doc.title):
-                typed = False  # the page's own subject is the bridge entity the link named, not the answer
             if not typed and not (open_type and not _restates(c, intent)):
                 continue
             # the link sentence is about its own page's subject: its title counts as its words
