@@ -5,12 +5,13 @@ the sources answer the question at all.
   thing, yes/no, how-to, definition, reason) and its aspects (a how-to question joined by "and" asks
   two things: each part is an aspect that needs its own sentence).
 - Every sentence of every citable source is a candidate, not only the extracted facts. A candidate is
-  scored by the question terms it covers (rarer terms weigh more; the document's title and, for a
-  sentence opening with a pronoun, the previous sentence's subject count as context), by carrying a
-  value of the expected type that the question does not already name, and by its source's rank; a
-  sentence that only restates the question scores low.
+  scored by the question terms it covers (rarer terms weigh more; the document's title counts as context;
+  a sentence opening with a pronoun gains the name that opens the sentence before, whose other words
+  count at ANTECEDENT_SHARE), by carrying a value of the expected type that the question does not already
+  name, and by its source's rank; a sentence that only restates the question scores low.
 - Chains (bridge questions): a sentence on a page that another good sentence names is scored with that
-  sentence's question terms too, so the second hop (the named page's answer) can lead, its link after it.
+  sentence's question terms too, and by the terms the link leaves unsaid (the unfilled slot), so the second
+  hop (the named page's answer) can lead, its link after it.
 - Yes/no comparisons ("Are X and Y both ...?", "... the same ...?") are decided from each named thing's
   own sentences and the verdict leads.
 - How-to questions lead with the call signature of the API whose documentation best covers the question,
