@@ -203,3 +203,46 @@ def test_short_answer_names_what_the_head_noun_introduces_and_keeps_joined_names
         short("Who founded the Varn guild?", "The Varn guild was founded by Ann Lee and Bo Tam in the old town.")
         == "Ann Lee and Bo Tam"
     )
+
+
+def test_short_answer_is_the_opening_name_when_the_question_asks_for_the_subject() -> None:
+    # "who <verb>": the subject, even with another name closer to the question's words
+    assert (
+        short(
+            "Who approached the Tolt council in 1980 about the new bridge?",
+            "Ann Lee, a builder who worked for a firm in the United States, had approached the Tolt council "
+            "about the bridge as early as July 1980.",
+        )
+        == "Ann Lee"
+    )
+    # "what is the <words>?" answered by "<X> is the <words>"
+    assert short("What is the final stage of a Tolt bill?", "Stage 3 is the final stage of a Tolt bill.") == "Stage 3"
+    # the object is asked for: no subject preference
+    assert short("Who did the Tolt council hire in 1980?", "The Tolt council hired Bo Tam in 1980.") == "Bo Tam"
+
+
+def test_short_answer_keeps_a_listed_place_whole() -> None:
+    assert (
+        short("The Varn guild was based in what city?", "The Varn guild was based in Tolt, Harbourshire.")
+        == "Tolt, Harbourshire"
+    )
+
+
+def test_the_second_hop_sentence_that_states_the_unfilled_slot_leads() -> None:
+    sources = [
+        page(
+            1,
+            "Mira Holt",
+            "Mira Holt is a fictional character from the Tolt soap opera Harbour Lane, played by Ann Vey.",
+        ),
+        page(
+            2,
+            "Harbour Lane",
+            "Harbour Lane is a Tolt television soap opera. It was first broadcast on Channel Nine in 1985. "
+            "It was created by television producer Bo Tam, who wanted a show about ordinary families.",
+        ),
+    ]
+    selection = select_answer("Mira Holt is a character from a soap opera created by who?", sources)
+    assert selection.answered
+    assert "Bo Tam" in selection.sentences[0].statement  # not the page's first typed sentence
+    assert selection.short_answer is not None and "Bo Tam" in selection.short_answer

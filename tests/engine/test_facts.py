@@ -60,6 +60,15 @@ def test_declarative_filter_and_quality() -> None:
     assert not is_declarative("Accept all cookies to subscribe to our newsletter today please.")
     assert not is_declarative("Kiss and Tell")
     assert clean_statement("It was a hit.[3] It\n    ran long [citation needed].") == "It was a hit. It ran long."
+    # a bracket inside the sentence may be the text's own: the statement stays the source's words
+    assert clean_statement('Kenyatta was "[a]ccompanied by 60 people".') == 'Kenyatta was "[a]ccompanied by 60 people".'
+    assert clean_statement("The ring Z[i] is a domain.[a]") == "The ring Z[i] is a domain."
+    assert clean_statement("It aired in 1996[note 2] and ran on.[when?]") == "It aired in 1996[note 2] and ran on."
     assert extraction_quality("It may possibly have been released.") < extraction_quality(
         CORLISS_ARCHER_RADIO.split(". ")[0] + "."
     )
+
+
+def test_a_footnote_inside_closing_brackets_stays() -> None:
+    # "x[citation needed])." without its note would read "x)." which the source never says
+    assert clean_statement("It ran (as spin-offs[citation needed]).") == "It ran (as spin-offs[citation needed])."

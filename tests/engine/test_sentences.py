@@ -39,3 +39,13 @@ def test_wrapped_documentation_lines_stay_one_sentence() -> None:
     assert texts[0].startswith("subprocess.run(args")  # the signature is its own unit
     wrapped = next(t for t in texts if t.startswith("Wait for the command"))
     assert wrapped.endswith("CompletedProcess instance.") and "\n" in wrapped
+
+
+def test_a_footnote_after_the_full_stop_closes_its_sentence() -> None:
+    text = "The club won twice.[citation needed] The team played on.[3] It moved in 1990.[note 2] It closed."
+    assert [s.text for s in split_sentences(text)] == [
+        "The club won twice.[citation needed]",
+        "The team played on.[3]",
+        "It moved in 1990.[note 2]",
+        "It closed.",
+    ]

@@ -122,3 +122,18 @@ def test_template_sentences_about_two_different_subjects_are_two_facts() -> None
     assert len(checked) == 2
     for fact in checked:
         assert len(fact.source_urls) == 1 and not fact.verified
+
+
+def test_sentences_that_differ_in_a_number_word_are_two_facts() -> None:
+    """ "The second single" and "the fourth single" of one album: neither page verifies the other."""
+    second = "The song was released as the second single from the band's debut album, Lanterns, in 1999."
+    fourth = "The song was released as the fourth single from the band's debut album, Lanterns, in 1999."
+    sources = {
+        "file:///songs.jsonl#a": source("file:///songs.jsonl#a", "Harbour Song", second),
+        "file:///songs.jsonl#b": source("file:///songs.jsonl#b", "River Song", fourth),
+    }
+    facts = [_fact(second, "file:///songs.jsonl#a"), _fact(fourth, "file:///songs.jsonl#b")]
+    checked = cross_verify(facts, sources, threshold=0.5)
+    assert len(checked) == 2
+    for fact in checked:
+        assert len(fact.source_urls) == 1 and not fact.verified

@@ -117,6 +117,12 @@ EDITORIAL = re.compile(r"(?<!\w)_[^_\n]+_(?!\w)")
 def cited_sentences_found(report: dict[str, Any], texts: dict[str, str]) -> tuple[int, int]:
     """(markers whose cited source contains the cited sentence word for word, all markers): every sentence of
     the answer (italic editorial notes set aside, paragraphs split) and every finding."""
+    misses, total = citation_misses(report, texts)
+    return total - len(misses), total
+
+
+def citation_misses(report: dict[str, Any], texts: dict[str, str]) -> tuple[list[str], int]:
+    """The markers whose cited source does not hold the cited sentence ("[2] sentence"), and all markers."""
     by_id = {c["id"]: _plain(texts.get(doc_id(c["url"]), "")) for c in report["citations"]}
     pieces: list[str] = []
     body = re.sub(r"^(?:Yes|No)\.\s+", "", EDITORIAL.sub("", report["answer"]).strip())  # the verdict cites nothing
@@ -124,14 +130,16 @@ def cited_sentences_found(report: dict[str, Any], texts: dict[str, str]) -> tupl
         # the engine ends every cited sentence with its markers ("... [2]."), so that is where to cut
         pieces += [s for s in re.split(r"(?<=\][.!?])\s+", paragraph.strip()) if MARKER.search(s)]
     pieces += [f["statement"] for f in report["findings"]]
-    supported = total = 0
+    misses: list[str] = []
+    total = 0
     for sentence in pieces:
         claim = _plain(sentence).rstrip(" .")
         for n in re.findall(r"\[(\d+)\]", sentence):
             total += 1
             source = by_id.get(f"[{n}]", "")
-            supported += bool(claim) and claim in source
-    return supported, total
+            if not (claim and claim in source):
+                misses.append(f"[{n}] {MARKER.sub('', sentence).strip()}")
+    return misses, total
 
 
 def _plain(text: str) -> str:
@@ -274,7 +282,7 @@ def score(
         first = sentences[0] if sentences else ""
         short = report.get("short_answer") or ""
         cited = {doc_id(c["url"]) for c in report.get("citations", [])}
-        supported, markers = cited_sentences_found(report, answer_set.texts) if report and answer_set.texts else (0, 0)
+        misses, markers = citation_misses(report, answer_set.texts) if report and answer_set.texts else ([], 0)
         row = {
             "id": item.id,
             "kind": item.kind,
@@ -286,7 +294,8 @@ def score(
             "empty": not answer_body(answer),
             "words": word_count(answer_body(answer)),
             "duration_s": (report.get("metadata") or {}).get("duration_s", 0.0),
-            "supported": supported,
+            "supported": markers - len(misses),
+            "citation_misses": misses,
             "markers": markers,
             "both_pages": bool(item.gold_docs) and item.gold_docs <= cited,
             "verdict_ok": item.kind == "yes_no" and verdict(report) == item.answers[0].casefold(),
@@ -301,9 +310,45 @@ def score(
             "short_answer": short,
             "gold": item.answers,
             "answer": answer,
+            "gold_in": _gold_in(item, report, sentences, answer_set.texts) if item.kind == "factoid" else "",
         }
         rows.append(row)
     return {"set": answer_set.name, "rows": rows}
+
+
+def _gold_in(item: Item, report: dict[str, Any], sentences: list[str], texts: dict[str, str]) -> str:
+    """Where a factoid's gold answer was: the first sentence, a later answer sentence, a finding, a cited
+    source's text only, or nowhere the report reaches (retrieval)."""
+    if sentences and contains_gold(sentences[0], item.answers):
+        return "first"
+    if any(contains_gold(s, item.answers) for s in sentences[1:]):
+        return "later_sentence"
+    if any(contains_gold(f["statement"], item.answers) for f in report.get("findings", [])):
+        return "findings"
+    cited = [texts.get(doc_id(c["url"]), "") for c in report.get("citations", [])]
+    if any(contains_gold(t, item.answers) for t in cited):
+        return "cited_source"
+    return "not_cited"
+
+
+def show_misses(result: dict[str, Any]) -> str:
+    """Every unverifiable citation, and every factoid whose first sentence misses the gold (where it was)."""
+    out = [f"misses in {result['set']} ({result['part']})"]
+    for r in result["rows"]:
+        for miss in r["citation_misses"]:
+            out.append(f"citation  {r['id']}: {miss}")
+    for r in result["rows"]:
+        if r["kind"] == "factoid" and not r["first"]:
+            out.append(
+                f"first     {r['id']} [{r['gold_in']}] {r['question']} | gold {r['gold']} | {r['first_sentence']}"
+            )
+    for r in result["rows"]:
+        if r["kind"] == "factoid" and not r["short"]:
+            out.append(f"short     {r['id']} {r['question']} | gold {r['gold']} | short {r['short_answer']!r}")
+    for r in result["rows"]:
+        if r["kind"] == "howto" and not r["howto_ok"]:
+            out.append(f"howto     {r['id']} {r['question']} | any_of {r['gold']} | {r['first_sentence']}")
+    return "\n".join(out)
 
 
 def _rate(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -437,6 +482,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=("all", "tune", "test"), default="all")
     parser.add_argument("--limit", type=int, help="first N questions of the part (a quick subset while iterating)")
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--show-misses", action="store_true", help="list unverifiable citations and first-sentence misses"
+    )
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
     results = asyncio.run(
@@ -445,6 +493,9 @@ def main(argv: list[str] | None = None) -> int:
     for result in results:
         print(render(result["set"], result["part"], result["summary"]))
         print()
+        if args.show_misses:
+            print(show_misses(result))
+            print()
     out = args.work_dir / f"answers_{args.part}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")

@@ -1,7 +1,8 @@
 """Sentence-level fact extraction: the source's own declarative sentences that bear on the question.
 
 A fact is one sentence of the source, quoted exactly (`Evidence.quote` is the source's span) and
-cleaned for display (`Fact.statement`: whitespace collapsed, footnote markers and doc gutters gone).
+cleaned for display (`Fact.statement`: whitespace collapsed, numbered and closing footnote markers and doc
+gutters gone; any other bracket stays, so the statement is still the source's words).
 Relevance is the weighted share of the question's topic words the sentence covers, with the
 document's title standing in for an implicit subject (a "She served as ..." sentence on a person's page),
 and with the query that found the source as a second reference (a trail query names the bridge entity).
@@ -28,7 +29,12 @@ LIST_MIN_COMMAS = 5
 LIST_COMMA_RATIO = 0.25
 LONG_LEAD_IN_WORDS = 10  # a sentence ending in ":" that is at least this long still states something
 
-_FOOTNOTE_RE = re.compile(r"\[(?:\d+|citation needed|note \d+|[a-z])\]")
+# numbered footnotes ("[3]") would read as citation markers: they go wherever they stand. A worded or
+# lettered one ("[citation needed]", "[note 2]", "[a]") goes only where it ends the sentence; inside it, the
+# same brackets are often the text's own ("Z[i]", "deplore[s]", "[a]ccompanied"), and the quote stays verbatim.
+_FOOTNOTE_RE = re.compile(r"\[\d+\]")
+# (a closing one: nothing but a full stop after it, so the statement is still a prefix of the source's sentence)
+_TRAILING_NOTE_RE = re.compile(r"\s*\[(?:citation needed|note \d+|[a-z]|[a-z][a-z ]{2,18}\?)\](?=\.?$)")
 _GUTTER_RE = re.compile(r"\n[ \t]*\|[ \t]*")
 _BOILERPLATE_RE = re.compile(
     r"cookie|javascript|subscribe|sign (?:in|up)|log ?in|click here|all rights reserved|©|privacy policy|"
@@ -88,6 +94,7 @@ def clean_statement(quote: str) -> str:
     text = _GUTTER_RE.sub(" ", quote)
     text = _FOOTNOTE_RE.sub("", text)
     text = re.sub(r"\s+", " ", text).strip()
+    text = _TRAILING_NOTE_RE.sub("", text)
     return re.sub(r"\s+([,.;:!?])", r"\1", text)
 
 

@@ -29,9 +29,13 @@ _PROTECTED_PATTERNS = (
     ("://", re.compile(r"https?://\S*[^\s.,;:!?)\]]")),
     ("@", re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+\.[\w.]*\w")),
 )
-# A full stop (or ! ?), closing quotes or brackets, then space and a capital, digit or opening quote: a
-# candidate sentence end, found in one regex pass (the next-start check is the lookahead).
-_BOUNDARY_RE = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])")
+# A full stop (or ! ?), closing quotes or brackets, footnote markers ("[3]", "[citation needed]", "[note 2]"),
+# then space and a capital, digit or opening quote: a candidate sentence end, found in one regex pass (the
+# next-start check is the lookahead). A footnote after the full stop belongs to the sentence it closes.
+_BOUNDARY_RE = re.compile(
+    r"[.!?]+[\"'”’)\]]*(?:\[(?:\d{1,4}|[a-z]|citation needed|note \d{1,3}|[a-z][a-z ]{2,18}\??)\])*"
+    r"(?=\s+[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])"
+)
 _BULLET_RE = re.compile(r"^[ \t]*(?:[-*•+]|\d{1,3}[.)])[ \t]+")
 _BULLET_AT_RE = re.compile(r"(?:[-*•+]|\d{1,3}[.)])[ \t]+")
 # "name: text" definition items (pydoc's "run(...): Runs a command") start a new block

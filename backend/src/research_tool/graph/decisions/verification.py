@@ -57,6 +57,13 @@ MAX_AGREEMENT_SCORE = 0.85
 _SECOND_LEVEL = frozenset(["co", "com", "org", "net", "gov", "ac", "edu", "ne", "or", "go", "mil"])
 _NUMBER_RE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _YEAR_RE = re.compile(r"1[5-9]\d\d|20\d\d")  # written without a thousands comma
+# numbers written as words: "the second single" and "the fourth single" are two claims
+_NUMBER_WORDS_RE = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"thousand|million|billion|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|"
+    r"twelfth|last|once|twice|thrice|half|quarter|dozen)\b",
+    re.IGNORECASE,
+)
 
 
 def source_credibility(source: SourceResult | None) -> float:
@@ -179,9 +186,19 @@ def _merge_duplicates(facts: list[Fact]) -> list[_Group]:
 
 
 def _same_claim(a: str, b: str) -> bool:
-    """Near-identical wording is one claim only if its named things, numbers and negation agree too:
-    two sentences built from one template about two different teams or people are two facts."""
-    return _numbers(a) == _numbers(b) and has_negation(a) == has_negation(b) and _names(a) == _names(b)
+    """Near-identical wording is one claim only if its named things, numbers (in digits or words) and
+    negation agree too: two sentences built from one template about two different teams or people, or
+    two singles of one album ("the second single", "the fourth single"), are two facts."""
+    return (
+        _numbers(a) == _numbers(b)
+        and _number_words(a) == _number_words(b)
+        and has_negation(a) == has_negation(b)
+        and _names(a) == _names(b)
+    )
+
+
+def _number_words(statement: str) -> frozenset[str]:
+    return frozenset(w.casefold() for w in _NUMBER_WORDS_RE.findall(statement))
 
 
 def _names(statement: str) -> frozenset[str]:
