@@ -226,23 +226,3 @@ def test_short_answer_keeps_a_listed_place_whole() -> None:
         short("The Varn guild was based in what city?", "The Varn guild was based in Tolt, Harbourshire.")
         == "Tolt, Harbourshire"
     )
-
-
-def test_the_second_hop_sentence_that_states_the_unfilled_slot_leads() -> None:
-    sources = [
-        page(
-            1,
-            "Mira Holt",
-            "Mira Holt is a fictional character from the Tolt soap opera Harbour Lane, played by Ann Vey.",
-        ),
-        page(
-            2,
-            "Harbour Lane",
-            "Harbour Lane is a Tolt television soap opera. It was first broadcast on Channel Nine in 1985. "
-            "It was created by television producer Bo Tam, who wanted a show about ordinary families.",
-        ),
-    ]
-    selection = select_answer("Mira Holt is a character from a soap opera created by who?", sources)
-    assert selection.answered
-    assert "Bo Tam" in selection.sentences[0].statement  # not the page's first typed sentence
-    assert selection.short_answer is not None and "Bo Tam" in selection.short_answer

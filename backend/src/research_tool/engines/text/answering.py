@@ -5,13 +5,12 @@ the sources answer the question at all.
   thing, yes/no, how-to, definition, reason) and its aspects (a how-to question joined by "and" asks
   two things: each part is an aspect that needs its own sentence).
 - Every sentence of every citable source is a candidate, not only the extracted facts. A candidate is
-  scored by the question terms it covers (rarer terms weigh more; the document's title counts as context;
-  a sentence opening with a pronoun gains the name that opens the sentence before, whose other words
-  count at ANTECEDENT_SHARE), by carrying a value of the expected type that the question does not already
-  name, and by its source's rank; a sentence that only restates the question scores low.
+  scored by the question terms it covers (rarer terms weigh more; the document's title and, for a
+  sentence opening with a pronoun, the previous sentence's subject count as context), by carrying a
+  value of the expected type that the question does not already name, and by its source's rank; a
+  sentence that only restates the question scores low.
 - Chains (bridge questions): a sentence on a page that another good sentence names is scored with that
-  sentence's question terms too, and by the terms the link leaves unsaid (the unfilled slot), so the second
-  hop (the named page's answer) can lead, its link after it.
+  sentence's question terms too, so the second hop (the named page's answer) can lead, its link after it.
 - Yes/no comparisons ("Are X and Y both ...?", "... the same ...?") are decided from each named thing's
   own sentences and the verdict leads.
 - How-to questions lead with the call signature of the API whose documentation best covers the question,
@@ -52,16 +51,13 @@ MIN_PREFIX = 5
 MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
-CONTEXT_SHARE = 0.5  # a question term found only in the title counts this much
-ANTECEDENT_SHARE = 0.75  # one found only in the sentence a leading pronoun refers to (beyond its subject)
+CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much
 TYPE_BONUS = 0.4  # the sentence carries a value of the expected type the question does not name
 CODE_BONUS = 0.25  # how-to: a code-like span
 SOURCE_PRIOR = 0.12  # [1] gets this much more than the last source
 RESTATES_PENALTY = 0.2  # fewer than two content words beyond the question's
 CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
 CHAIN_BONUS = 0.1  # the far end of a chain answers; the link only leads to it
-CHAIN_REST_SHARE = 0.5  # a second-hop sentence stating what the link left unsaid (the unfilled slot)
-MAX_CHAIN_TYPED = 20  # sentences of a linked page typed even when their own coverage is low
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
@@ -203,12 +199,6 @@ class Candidate:
         """Its words with its antecedent's: "She served as ..." is judged with the sentence naming her."""
         return self.stems | self.antecedent.stems if self.antecedent is not None else self.stems
 
-    @property
-    def resolved(self) -> frozenset[str]:
-        """Its words with its pronoun resolved: "She served as ..." gains the name that opens the sentence
-        before ("Ann Lee was ..."), not everything that sentence says (which counts as context only)."""
-        return self.stems | _subject_stems(self.antecedent.statement) if self.antecedent is not None else self.stems
-
 
 @dataclass
 class SourceDoc:
@@ -259,16 +249,6 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
 # --- scoring --------------------------------------------------------------------------------------------
 
 
-_SUBJECT_RE = re.compile(r"^(?:(?:the|a|an|of|de|la|von|van|and|&)\s+|[A-Z0-9][\w'’.-]*\s+)+")
-
-
-def _subject_stems(statement: str) -> frozenset[str]:
-    """The stems of the capitalised run that opens a sentence: its named subject ("The Sexual Ethics Task
-    Force of The United Methodist Church" of "... states that ..."); empty for a common-noun subject."""
-    match = _SUBJECT_RE.match(statement + " ")
-    return frozenset(content_stems(match.group(0))) if match else frozenset()
-
-
 def _idf_weights(intent: QuestionIntent, pool: Sequence[Candidate]) -> dict[str, float]:
     n = len(pool)
     weights = {}
@@ -291,25 +271,13 @@ def matched(terms: Iterable[str], stems: frozenset[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def _coverage(
-    stems: frozenset[str],
-    context: frozenset[str],
-    weights: dict[str, float],
-    antecedent: frozenset[str] = frozenset(),
-) -> float:
-    """Weighted share of the question's terms: the sentence's own words in full, its antecedent's at
-    ANTECEDENT_SHARE, its title's at CONTEXT_SHARE."""
+def _coverage(stems: frozenset[str], context: frozenset[str], weights: dict[str, float]) -> float:
     total = sum(weights.values())
     if not total:
         return 0.0
     own = matched(weights, stems)
-    before = matched((k for k in weights if k not in own), antecedent)
-    around = matched((k for k in weights if k not in own and k not in before), context)
-    hit = (
-        sum(weights[k] for k in own)
-        + ANTECEDENT_SHARE * sum(weights[k] for k in before)
-        + CONTEXT_SHARE * sum(weights[k] for k in around)
-    )
+    around = matched((k for k in weights if k not in own), context)
+    hit = sum(weights[k] for k in own) + CONTEXT_SHARE * sum(weights[k] for k in around)
     return hit / total
 
 
@@ -339,16 +307,6 @@ def type_filler(intent: QuestionIntent, statement: str) -> str | None:
     return None
 
 
-def _beside_wh(question: str) -> frozenset[str]:
-    """The stems of the words within three of the question's wh-word: what the asked-for thing does or is."""
-    tokens = re.findall(r"[\w'’-]+", question)
-    at = [i for i, t in enumerate(tokens) if _WH_RE.fullmatch(t)]
-    if not at:
-        return frozenset()
-    i = at[-1]
-    return frozenset(content_stems(" ".join(tokens[max(0, i - 3) : i + 4])))
-
-
 def _named_in_question(text: str, intent: QuestionIntent) -> bool:
     stems = stem_set(text)
     return bool(stems) and stems <= intent.stems
@@ -363,8 +321,7 @@ def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[
     weights = _idf_weights(intent, pool)
     total_sources = max(1, len(docs))
     for c in pool:
-        antecedent = c.antecedent.stems if c.antecedent is not None else frozenset()
-        c.coverage = _coverage(c.resolved, c.context, weights, antecedent)
+        c.coverage = _coverage(c.joint, c.context, weights)
     # typing a sentence (finding its names) is the costly part: only the plausible ones are typed
     plausible = {id(c) for c in sorted(pool, key=lambda c: -c.coverage)[:MAX_TYPED_CANDIDATES]}
     for doc in docs:
@@ -402,14 +359,7 @@ def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             continue
         link = max(linking, key=lambda c: c.coverage)
         open_type = intent.answer_type in ("thing", "definition", "reason")
-        # the unfilled slot: the question's terms the link does not state; the second hop should
-        link_found = matched(weights, link.joint | link.context)
-        # "headquartered in what city", "created by who": the words of a typed slot
-        near = _beside_wh(intent.text) if not open_type else frozenset()
-        rest = {k: w * (1.5 if k in near else 1.0) for k, w in weights.items() if k not in link_found}
         for c in doc.candidates:
-            if c.filler is None and c.index < MAX_CHAIN_TYPED:
-                c.filler = type_filler(intent, c.statement)  # a low-coverage sentence of a linked page
             typed = bool(c.filler) and not _named_in_question(c.filler or "", intent)
             if c.filler and c.filler.casefold() in link.statement.casefold():
                 typed = False  # the value came from the link itself: no second hop
@@ -418,7 +368,6 @@ def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             # the link sentence is about its own page's subject: its title counts as its words
             chained = (
                 CHAIN_SHARE * _coverage(c.joint | link.joint | link.context, c.context, weights)
-                + CHAIN_REST_SHARE * (_coverage(c.resolved, frozenset(), rest) if rest else 0.0)
                 + (TYPE_BONUS if typed else 0.0)
                 + CHAIN_BONUS
             )
