@@ -34,6 +34,7 @@ from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.ownership import DataDirOwner
 from research_tool.runtime.runner import SessionRunner
 from research_tool.runtime.session_store import SessionStore
+from research_tool.runtime.shared_limits import open_shared_limits
 from research_tool.runtime.storage import open_database
 
 
@@ -68,7 +69,22 @@ async def open_research_services(
     retention_sweeps: bool = False,
 ) -> AsyncIterator[ResearchServices]:
     """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests).
-    `retention_sweeps`: apply RESEARCH_RETENTION_DAYS now and every hour while open (the server)."""
+    `retention_sweeps`: apply RESEARCH_RETENTION_DAYS now and every hour while open (the server).
+    With RESEARCH_REDIS_URL, the providers' limits and breakers are shared with every process while open."""
+    async with (
+        open_shared_limits(settings),
+        _open_process_services(settings, engine_factory=engine_factory, retention_sweeps=retention_sweeps) as services,
+    ):
+        yield services
+
+
+@asynccontextmanager
+async def _open_process_services(
+    settings: Settings,
+    *,
+    engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None,
+    retention_sweeps: bool,
+) -> AsyncIterator[ResearchServices]:
     RATE_LIMITERS.max_in_flight = settings.provider_max_in_flight
     client = create_http_client(settings.provider_max_in_flight)
     owner = await DataDirOwner.acquire(settings.data_dir)  # readers can tell sessions of a dead process
