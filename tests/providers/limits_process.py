@@ -6,7 +6,8 @@ connection, wired as a worker is (runtime.shared_limits.open_shared_limits on th
 
 It prints {"ready": true} once set up (after one request to /warm-up, outside the limits), then for each line
 {"searches": n} on stdin runs n Semantic Scholar searches at once through a SearchGateway and prints one JSON
-line: [{"ok", "error_type", "attempts"}, ...]. EOF ends it.
+line: {"outcomes": [{"ok", "error_type", "attempts"}, ...], "grants": [...]}, where grants are the cluster-wide
+grants of the provider's limiter meanwhile, on Redis's clock (epoch seconds). EOF ends it.
 """
 
 from __future__ import annotations
@@ -25,11 +26,26 @@ from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 from research_tool.providers.gateway import SearchGateway
 from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
+from research_tool.providers.resilience.rate_limiter import RateLimiter, provider_limiter
 from research_tool.providers.resilience.retry import RetryPolicy
 from research_tool.providers.search.semantic_scholar import SemanticScholarProvider
 from research_tool.runtime.shared_limits import open_shared_limits
 
 WARM_UP_PATH = "/warm-up"
+
+
+def record_cluster_grants(limiter: RateLimiter) -> list[float]:
+    """Redis's time of each cluster-wide grant this process's limiter gets from now on."""
+    grants: list[float] = []
+    acquire = limiter.acquire
+
+    async def recording_acquire() -> None:
+        await acquire()
+        if limiter.cluster_granted_at is not None:
+            grants.append(limiter.cluster_granted_at)
+
+    limiter.acquire = recording_acquire  # type: ignore[method-assign]
+    return grants
 
 
 def emit(value: Any) -> None:
@@ -54,6 +70,7 @@ async def serve(config: dict[str, Any]) -> None:
         try:
             provider = SemanticScholarProvider(settings, client)
             gateway = SearchGateway(retry_policy=retries)
+            grants = record_cluster_grants(provider_limiter(provider))
             # the first request of a client pays for lazy imports and a connection: not inside a measured gap
             await client.get(f"{config['base_url']}{WARM_UP_PATH}")
             emit({"ready": True})
@@ -64,15 +81,19 @@ async def serve(config: dict[str, Any]) -> None:
                     *(gateway.search(provider, f"q{i}", 3, deadline=deadline) for i in range(count))
                 )
                 emit(
-                    [
-                        {
-                            "ok": o.ok,
-                            "error_type": o.failure.error_type if o.failure else None,
-                            "attempts": o.attempts,
-                        }
-                        for o in outcomes
-                    ]
+                    {
+                        "outcomes": [
+                            {
+                                "ok": o.ok,
+                                "error_type": o.failure.error_type if o.failure else None,
+                                "attempts": o.attempts,
+                            }
+                            for o in outcomes
+                        ],
+                        "grants": grants[:],
+                    }
                 )
+                grants.clear()
         finally:
             await client.aclose()
 

@@ -2,10 +2,11 @@
 (RESEARCH_REDIS_URL): three real OS processes (limits_process.py, each with its own event loop, HTTP client and
 Redis connection) call one provider on a real HTTP server on 127.0.0.1 that records arrival times.
 
-Arrival times are time.monotonic() in this process; on Linux that clock is the same for every process, and the
-limits themselves are timed by Redis's clock. Spacing tolerance: a request reaches the server some time after its
-grant, and two processes' grant-to-arrival delays differ by a few ms (more on a busy 2-core machine), so arrivals
-may be closer than the grants by that spread; SPACING_TOLERANCE_S bounds it.
+The limits are timed by Redis's clock: the contract is exact there (grants at least one interval apart, whichever
+process asked). A request reaches the server some time after its grant, and on a busy 2-core machine two
+processes' grant-to-arrival delays can differ by tens of ms, so arrivals (time.monotonic() in this process, the
+same clock for every process on Linux) may come closer than the grants only by the spread of those delays,
+measured in the test itself, as tests/providers/test_rate_limits.py does for one process.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from .replay import ReplayServer, Reply
 
 SEARCH_PATH = "/graph/v1/paper/search"
 PROCESS_SCRIPT = Path(__file__).with_name("limits_process.py")
-SPACING_TOLERANCE_S = 0.05
 START_TIMEOUT_S = 30.0
 REPLY_TIMEOUT_S = 60.0
 
@@ -55,8 +55,11 @@ class LimitsProcess:
 
     async def search(self, searches: int) -> list[dict[str, Any]]:
         self.ask(searches)
-        reply: list[dict[str, Any]] = await self.read()
-        return reply
+        return await self.outcomes()
+
+    async def outcomes(self) -> list[dict[str, Any]]:
+        reply: dict[str, Any] = await self.read()
+        return list(reply["outcomes"])
 
 
 @pytest.fixture
@@ -121,14 +124,22 @@ async def test_three_processes_keep_one_providers_spacing(
             worker.ask(searches)
         replies = [await worker.read() for worker in workers]
 
-    assert all(o["ok"] for reply in replies for o in reply), replies
+    assert all(o["ok"] for reply in replies for o in reply["outcomes"]), replies
+    # the limits' own clock (Redis's): eight grants from three processes, each one interval after the last
+    grants = sorted(g for reply in replies for g in reply["grants"])
+    assert len(grants) == 8
+    grant_gaps = [b - a for a, b in itertools.pairwise(grants)]
+    assert min(grant_gaps) >= 1 / rps, grant_gaps
+    # and not held back for nothing: one interval apart, not two
+    assert statistics.median(grant_gaps) < 1.5 / rps, grant_gaps
+    # the server's clock: arrivals may come closer only by the spread of grant-to-arrival delays (constant offset
+    # between the two clocks cancels out of the spread)
     arrivals = sorted(r.at for r in search_server.requests_for(SEARCH_PATH))
     assert len(arrivals) == 8
-    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    # 0 violations: no two requests of the cluster closer than 1/rps (less the send-delay spread)
-    assert min(gaps) >= 1 / rps - SPACING_TOLERANCE_S, gaps
-    # and not held back for nothing: one interval apart, not two
-    assert statistics.median(gaps) < 1.5 / rps, gaps
+    delays = [arrived - granted for granted, arrived in zip(grants, arrivals, strict=True)]
+    slack = max(delays) - min(delays)
+    arrival_gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert min(arrival_gaps) >= 1 / rps - slack, (arrival_gaps, slack)
 
 
 @pytest.mark.slow
@@ -145,9 +156,8 @@ async def test_a_429_seen_by_one_process_pauses_the_others(
     ) as workers:
         for worker in workers:
             worker.ask(2)
-        replies = [await worker.read() for worker in workers]
+        outcomes = [o for worker in workers for o in await worker.outcomes()]
 
-    outcomes = [o for reply in replies for o in reply]
     assert all(o["ok"] for o in outcomes), outcomes
     assert sorted(o["attempts"] for o in outcomes) == [1, 1, 1, 1, 1, 2]  # one search met the 429
     rate_limited, *after = sorted(r.at for r in search_server.requests_for(SEARCH_PATH))
@@ -197,7 +207,7 @@ async def test_the_breaker_opens_for_every_process_and_half_opens_with_one_probe
             await eventually(half_open_due, within_s=5)
             for worker in (a, b, c):  # nine calls at once across the cluster
                 worker.ask(3)
-            outcomes = [o for worker in (a, b, c) for o in await worker.read()]
+            outcomes = [o for worker in (a, b, c) for o in await worker.outcomes()]
 
     await redis.aclose()
     # exactly one probe reached the server; the other eight were refused as if open

@@ -66,6 +66,8 @@ class RateLimiter:
         self.in_flight = 0
         # the cluster-wide spacing and pauses (None: this process alone), set by the registry
         self.shared: SharedLimits | None = None
+        # Redis's clock (epoch seconds) at this process's latest cluster-wide grant (None before one)
+        self.cluster_granted_at: float | None = None
 
     @property
     def interval(self) -> float:
@@ -160,7 +162,10 @@ class RateLimiter:
         if reply.paused_for_s > 0:
             # another process's 429: the gateway's "paused past the deadline" check sees it too
             self._hold_until(time.monotonic() + reply.paused_for_s)
-        return 0.0 if reply.granted else reply.wait_s
+        if not reply.granted:
+            return reply.wait_s
+        self.cluster_granted_at = reply.redis_time
+        return 0.0
 
 
 class RateLimiterRegistry:

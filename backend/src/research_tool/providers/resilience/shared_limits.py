@@ -55,7 +55,7 @@ SPACING_KEY_SLACK_MS = 60_000
 MICROS = 1_000_000
 
 # KEYS[1]: the limiter's hash. ARGV[1]: interval (µs), ARGV[2]: key slack (ms).
-# Returns {granted (0/1), wait (µs), paused for (µs)}.
+# Returns {granted (0/1), wait (µs), paused for (µs), Redis's time now (µs since the epoch)}.
 SPACING_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -65,12 +65,12 @@ local paused = tonumber(h[2] or '0')
 local paused_for = math.max(paused - now, 0)
 local ready = math.max(nxt, paused)
 if ready > now then
-  return {0, ready - now, paused_for}
+  return {0, ready - now, paused_for, now}
 end
 nxt = now + tonumber(ARGV[1])
 redis.call('HSET', KEYS[1], 'next', nxt)
 redis.call('PEXPIRE', KEYS[1], math.ceil((math.max(nxt, paused) - now) / 1000) + tonumber(ARGV[2]))
-return {1, 0, paused_for}
+return {1, 0, paused_for, now}
 """
 
 # KEYS[1]: the limiter's hash. ARGV[1]: pause (µs), ARGV[2]: key slack (ms). Returns the pause left (µs).
@@ -145,6 +145,7 @@ class SpacingReply:
     granted: bool
     wait_s: float  # when not granted: until the next request may start
     paused_for_s: float  # what is left of a pause set by any process
+    redis_time: float  # Redis's clock when it answered (epoch seconds): the grant's time when granted
 
 
 @dataclass(frozen=True)
@@ -215,10 +216,10 @@ class SharedLimits:
     async def take_turn(self, name: str, interval_s: float) -> SpacingReply:
         """Grant the limiter `name` its next request now if no process had one within `interval_s` and no pause
         holds it; else say how long to wait (nothing is reserved)."""
-        granted, wait_us, paused_us = await self._run(
+        granted, wait_us, paused_us, now_us = await self._run(
             self._spacing, self.spacing_key(name), round(interval_s * MICROS), SPACING_KEY_SLACK_MS
         )
-        return SpacingReply(bool(granted), int(wait_us) / MICROS, int(paused_us) / MICROS)
+        return SpacingReply(bool(granted), int(wait_us) / MICROS, int(paused_us) / MICROS, int(now_us) / MICROS)
 
     async def pause(self, name: str, seconds: float) -> float:
         """Hold every process's next request of `name` for `seconds` (a longer pause already set stays)."""
