@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -243,9 +243,14 @@ class SharedLimits:
 
     # --- fire and forget -----------------------------------------------------------------------------
 
-    def in_background(self, step: Awaitable[Any], what: str) -> None:
+    def in_background(self, step: Coroutine[Any, Any, Any], what: str) -> None:
         """Run `step` without waiting for it (a pause seen in sync code, a probe released while cancelled);
-        a failure is the outage already logged, or logged here."""
+        a failure is the outage already logged, or logged here. Outside an event loop the step is dropped."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            step.close()
+            return
 
         async def run() -> None:
             try:
@@ -255,7 +260,7 @@ class SharedLimits:
             except Exception:
                 log.exception("shared_limits_step_failed", step=what)
 
-        task = asyncio.get_running_loop().create_task(run(), name=f"shared-limits-{what}")
+        task = loop.create_task(run(), name=f"shared-limits-{what}")
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
