@@ -78,3 +78,21 @@ async def test_redis_dying_mid_run_falls_back_to_the_process_limiter(
     assert len(warnings) == 1 and warnings[0]["log_level"] == "warning"
     # closed: the registries are back to in-process limits
     assert RATE_LIMITERS.shared is None and limiter.shared is None
+
+
+async def test_redis_url_without_the_redis_extra_is_one_line_of_bad_input(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from research_tool.core import extras
+
+    monkeypatch.setattr(extras, "module_installed", lambda module: module != "redis")
+    settings = make_settings(redis_url="redis://127.0.0.1:6379/0")
+    with pytest.raises(extras.MissingExtraError, match=r"RESEARCH_REDIS_URL needs the 'redis' extra"):
+        async with open_shared_limits(settings):
+            pass
+    assert RATE_LIMITERS.shared is None
+
+
+async def test_without_redis_url_nothing_is_shared(make_settings: Callable[..., Settings]) -> None:
+    async with open_shared_limits(make_settings()) as shared:
+        assert shared is None and RATE_LIMITERS.shared is None
