@@ -29,6 +29,8 @@ CASES = {
     "unknown session id (resume)": (["resume", "nope"], "unknown session id"),
     "unknown session id (show)": (["show", "nope"], "unknown session id"),
     "search without query": (["search", "--provider", "local"], "either a QUERY or --queries"),
+    "worker without a database": (["worker"], "worker needs RESEARCH_DATABASE_URL"),
+    "serve --no-worker without a database": (["serve", "--no-worker"], "serve --no-worker needs RESEARCH_DATABASE_URL"),
     "cloud provider under local_only": (
         ["run", "q", "--privacy", "local_only", "--providers", "wikipedia"],
         "privacy mode 'local_only' forbids",

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from research_tool.models.request import ResearchRequest
     from research_tool.models.sessions import SessionRecord
     from research_tool.runtime.composition import ResearchServices
-    from research_tool.runtime.session_store import SessionStore
+    from research_tool.runtime.stores import EventLogProtocol
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
 FORMATS = ("md", "json", "html", "bib")
@@ -150,9 +150,16 @@ def build_parser() -> OneLineParser:
     providers.add_argument("--domain", choices=DOMAIN_NAMES)
     providers.add_argument("--json", action="store_true")
 
-    serve = sub.add_parser("serve", help="run the HTTP API (one worker)")
+    serve = sub.add_parser("serve", help="run the HTTP API (and, unless --no-worker, a worker running sessions)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="API only: sessions run on `research-tool worker` processes (needs RESEARCH_DATABASE_URL)",
+    )
+
+    sub.add_parser("worker", help="run sessions from the shared queue, no HTTP (needs RESEARCH_DATABASE_URL)")
 
     sub.add_parser("mcp", help="run the MCP server on stdin/stdout (for an MCP client such as Claude Desktop)")
     add_gc_parser(sub)
@@ -414,12 +421,12 @@ async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
 # --- reading sessions without the research machinery -------------------------------------------------
 
 
-async def open_session_store(settings: Settings) -> tuple[SessionStore, Any]:
-    from research_tool.runtime.session_store import SessionStore
-    from research_tool.runtime.storage import open_database
+def owner_alive_for(settings: Settings) -> bool | None:
+    """Whether a process runs the sessions of the SQLite data dir; None (unknown: show the stored status) on
+    Postgres, where any number of processes share the sessions."""
+    from research_tool.runtime.ownership import owner_alive
 
-    conn = await open_database(settings.db_path("sessions.db"))
-    return SessionStore(conn), conn
+    return None if settings.database_url else owner_alive(settings.data_dir)
 
 
 def unique_prefixes(ids: Sequence[str], all_ids: Sequence[str]) -> dict[str, str]:
@@ -436,18 +443,15 @@ def unique_prefixes(ids: Sequence[str], all_ids: Sequence[str]) -> dict[str, str
 
 
 async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.runtime.ownership import owner_alive, shown_status
+    from research_tool.runtime.ownership import shown_status
+    from research_tool.runtime.session_records import open_session_records
 
     if not 1 <= args.limit <= 10_000:
         raise CliError("--limit must be between 1 and 10000")
-    store, conn = await open_session_store(settings)
-    try:
-        records, total = await store.list_page(limit=args.limit)
-        async with conn.execute("SELECT id FROM sessions") as cur:
-            all_ids = [str(row[0]) for row in await cur.fetchall()]
-    finally:
-        await conn.close()
-    alive = owner_alive(settings.data_dir)
+    async with open_session_records(settings) as sessions:
+        records, total = await sessions.store.list_page(limit=args.limit)
+        all_ids = sorted(await sessions.store.ids())
+    alive = owner_alive_for(settings)
     rows: list[dict[str, Any]] = [
         {
             "session_id": r.id,
@@ -491,17 +495,15 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     """Print the report: the file the session exported when it exists (fast), else rendered from the checkpoint."""
     from research_tool.core.errors import SessionStateError
-    from research_tool.runtime.ownership import owner_alive, shown_status
+    from research_tool.runtime.ownership import shown_status
+    from research_tool.runtime.session_records import open_session_records
 
-    store, conn = await open_session_store(settings)
-    try:
-        session_id = await store.resolve(args.session_id)
-        record = await store.get(session_id)
-        exported = await exported_report(conn, record, args.format)
-    finally:
-        await conn.close()
+    async with open_session_records(settings) as sessions:
+        session_id = await sessions.store.resolve(args.session_id)
+        record = await sessions.store.get(session_id)
+        exported = await exported_report(sessions.events, record, args.format)
     if record.status != "completed":
-        status = shown_status(record.status, owner_alive(settings.data_dir))
+        status = shown_status(record.status, owner_alive_for(settings))
         hint = f"; resume it with `research-tool resume {session_id}`" if status == "interrupted" else ""
         raise SessionStateError(f"session {session_id} has no report yet (status {status}){hint}")
     if exported is not None:
@@ -515,18 +517,14 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-async def exported_report(conn: Any, record: SessionRecord, fmt: str) -> str | None:
+async def exported_report(events: EventLogProtocol, record: SessionRecord, fmt: str) -> str | None:
     """The text of the report file the session's export step wrote in `fmt`, if it is still there."""
     if record.status != "completed":
         return None
-    async with conn.execute(
-        "SELECT data FROM events WHERE session_id = ? AND type = 'session_completed' ORDER BY seq DESC LIMIT 1",
-        (record.id,),
-    ) as cur:
-        row = await cur.fetchone()
-    if row is None:
+    completed = await events.last_of_type(record.id, "session_completed")
+    if completed is None:
         return None
-    path = (json.loads(row[0]).get("export_paths") or {}).get(fmt)
+    path = (completed.data.get("export_paths") or {}).get(fmt)
     if not isinstance(path, str):
         return None
     return await asyncio.to_thread(read_text_file, Path(path))
@@ -665,14 +663,14 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.models.domain import DOMAINS
     from research_tool.providers.http_client import create_http_client
-    from research_tool.providers.memory import MemoryStore
     from research_tool.providers.registry import PROVIDER_CLASSES, create_provider
+    from research_tool.runtime.backends import open_memory
 
     names = list(PROVIDER_CLASSES)
     ranking: dict[str, float] = {}
     if args.domain:
-        memory = MemoryStore.from_settings(settings)
-        ranked = await memory.rank_providers(args.domain, DOMAINS[args.domain].provider_order())
+        async with open_memory(settings) as memory:
+            ranked = await memory.rank_providers(args.domain, DOMAINS[args.domain].provider_order())
         ranking = dict(ranked)
         names = [n for n, _ in ranked] + [n for n in names if n not in ranking]
     rows: list[dict[str, Any]] = []
@@ -764,10 +762,40 @@ async def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+CLUSTER_ONLY = "needs RESEARCH_DATABASE_URL (a postgresql:// URL): sessions are shared through Postgres"
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.http_server import run_server
 
+    if args.no_worker:
+        if not settings.database_url:
+            stderr.print(Text(f"research-tool: error: serve --no-worker {CLUSTER_ONLY}"))
+            return EXIT_BAD_INPUT
+        os.environ["RESEARCH_RUN_WORKER"] = "false"  # uvicorn builds the app from the environment
+        settings = settings.model_copy(update={"run_worker": False})
     run_server(settings, args.host, args.port)
+    return EXIT_OK
+
+
+async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    """Run sessions claimed from the shared queue until SIGTERM or Ctrl-C; its sessions' leases are released
+    on the way out, so other workers resume them at once."""
+    import signal
+
+    from research_tool.engines.cpu_pool import cpu_pool
+    from research_tool.runtime.composition import open_research_services
+
+    if not settings.database_url:
+        raise CliError(f"worker {CLUSTER_ONLY}")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with cpu_pool(settings.cpu_workers), open_research_services(settings, worker=True):
+        stderr.print(Text("Worker started: running sessions from the shared queue (Ctrl-C stops it).", style="bold"))
+        await stop.wait()
+    stderr.print(Text("Worker stopped; its unfinished sessions were handed back to the queue."))
     return EXIT_OK
 
 
@@ -788,6 +816,7 @@ COMMANDS = {
     "index": cmd_index,
     "providers": cmd_providers,
     "mcp": cmd_mcp,
+    "worker": cmd_worker,
     "gc": cmd_gc,
 }
 

@@ -55,7 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The pool outlives the services: sessions are cancelled (services' exit) before it shuts down.
         async with (
             cpu_pool(settings.cpu_workers),
-            open_research_services(settings, retention_sweeps=True) as services,
+            open_research_services(settings, retention_sweeps=True, worker=settings.run_worker) as services,
             mcp_server.session_manager.run(),
         ):
             metrics.observe(services)

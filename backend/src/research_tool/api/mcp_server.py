@@ -114,7 +114,7 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
         except (ValidationError, BadInputError) as exc:
             raise _tool_error(exc) from None
         record = await svc.runner.create(request)
-        svc.runner.launch(record.id)
+        svc.runner.submit(record.id)
         return record.id
 
     async def call(coro: Any) -> Any:

@@ -102,12 +102,10 @@ class ApiMetrics:
                 self.iterations.observe(iterations)
 
     async def refresh(self, services: ResearchServices) -> None:
-        """Scrape-time figures: sessions by status (SQLite, one query, so research_sessions_running is
+        """Scrape-time figures: sessions by status (the database, one query, so research_sessions_running is
         research_sessions{status="running"}) and the runner's concurrency slots."""
         counts = dict.fromkeys((*ACTIVE_STATUSES, *FINISHED_STATUSES), 0)
-        async with services.conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status") as cur:
-            for status, count in await cur.fetchall():
-                counts[str(status)] = int(count)
+        counts.update(await services.store.status_counts())
         for status, count in counts.items():
             self.sessions.labels(status).set(count)
         self.running.set(counts["running"])

@@ -48,6 +48,13 @@ class ServerBusyError(ResearchToolError):
         self.retry_after_s = retry_after_s
 
 
+class StorageUnavailableError(ResearchToolError):
+    """The database RESEARCH_DATABASE_URL names cannot be reached (CLI exit 3, the server does not start)."""
+
+    error_type = "storage_unavailable"
+    retryable = True
+
+
 # --- providers --------------------------------------------------------------------------------
 
 

@@ -46,3 +46,15 @@ def require_llm_extra(provider: str, spec: str) -> None:
     module = LLM_MODULES.get(provider)
     if module is not None:
         require_extra(module, "llm", f"RESEARCH_LLM={spec}")
+
+
+POSTGRES_MODULES = ("psycopg", "psycopg_pool", "langgraph.checkpoint.postgres")
+
+
+def require_postgres_extra() -> None:
+    """RESEARCH_DATABASE_URL is set: the Postgres driver, pool and checkpointer must be installed."""
+    missing = [m for m in POSTGRES_MODULES if not module_installed(m)]
+    if missing:
+        raise MissingExtraError(
+            f"RESEARCH_DATABASE_URL needs the 'postgres' extra, which is not installed: {install_hint('postgres')}"
+        )

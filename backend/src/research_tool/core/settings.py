@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROVIDER_NAMES: tuple[str, ...] = (
@@ -29,6 +29,11 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RESEARCH_", env_file=".env", extra="ignore", populate_by_name=True)
 
     data_dir: Path = Path("./data")
+    # Storage backend: unset keeps everything in SQLite files under data_dir; a postgresql:// (or postgres://)
+    # URL puts sessions, events, checkpoints, page texts and provider memory in Postgres (the `postgres` extra).
+    database_url: str | None = None
+    # Connections of the process's Postgres pool (every store and the checkpointer share it).
+    database_pool_size: int = Field(default=10, ge=1, le=1000)
     llm: str = "offline"
     log_format: Literal["json", "console"] = "console"
     log_level: str = "INFO"
@@ -53,6 +58,14 @@ class Settings(BaseSettings):
     # that is refused with 503 + Retry-After.
     max_concurrent_sessions: int = Field(default=32, ge=1, le=1000)
     max_queued_sessions: int = Field(default=2000, ge=0, le=100_000)
+    # Cluster mode (RESEARCH_DATABASE_URL): a worker holds a lease on each session it runs for this long and
+    # renews it every third of it; a worker that dies (kill -9) loses its sessions to another worker after at most
+    # this long. Workers also look for claimable sessions every RESEARCH_WORKER_POLL_S besides being woken.
+    lease_ttl_s: float = Field(default=15.0, ge=1.0, le=3600)
+    worker_poll_s: float = Field(default=3.0, gt=0, le=600)
+    # Whether `research-tool serve` also runs sessions (a worker in the API process); `serve --no-worker` sets
+    # it false. Only cluster mode can run without one: an embedded (SQLite) server always runs its sessions.
+    run_worker: bool = True
     clarify_timeout_s: float = Field(default=600.0, gt=0)
     api_token: SecretStr | None = None
     cors_origins: str = ""
@@ -128,6 +141,24 @@ class Settings(BaseSettings):
 
     def corpus_paths(self) -> list[Path]:
         return [Path(p) for p in self.corpus_dirs.split(os.pathsep) if p.strip()]
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        """Empty means unset; postgres:// is accepted as libpq does and written as postgresql://."""
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if value.startswith("postgres://"):
+            value = "postgresql://" + value.removeprefix("postgres://")
+        if not value.startswith("postgresql://"):
+            raise ValueError("RESEARCH_DATABASE_URL must be a postgresql:// URL")
+        return value
+
+    @property
+    def uses_postgres(self) -> bool:
+        """True when RESEARCH_DATABASE_URL names a Postgres database (the storage backend is Postgres)."""
+        return bool(self.database_url)
 
     def db_path(self, name: str) -> Path:
         """Path of one of the SQLite files under the data dir (created on demand)."""

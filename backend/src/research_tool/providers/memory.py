@@ -1,4 +1,5 @@
-"""Cross-session memory (SQLite): what each provider returned, what got cited, what failed, per domain.
+"""Cross-session memory: what each provider returned, what got cited, what failed, per domain (SQLite here,
+Postgres through runtime/postgres/memory.py).
 
 The plan node ranks providers with `rank_providers` (the seed's anti-pattern #5: ignoring source
 quality); `research-tool providers --domain X` shows the same ranking via `provider_stats`.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 import aiosqlite
 from pydantic import BaseModel, ConfigDict
@@ -77,26 +79,33 @@ def _score(stats: ProviderStats | None, domain_ratio: float) -> float:
     return round(RELIABILITY_WEIGHT * reliability + CITATION_WEIGHT * citation_yield, 6)
 
 
-class MemoryStore:
-    """Async SQLite store; one short connection per operation, so any task or process may use it."""
+# One stats row as storage returns it: (provider, calls, results, citations, failures).
+StatsRow = tuple[str, int, int, int, int]
 
-    def __init__(self, target: Settings | Path) -> None:
-        """`MemoryStore(settings)` uses `settings.db_path("memory.db")`; a Path names the file directly."""
-        self.path = target.db_path("memory.db") if isinstance(target, Settings) else Path(target)
-        self._ready = False
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> MemoryStore:
-        return cls(settings.db_path("memory.db"))
+class MemoryStorage(Protocol):
+    """Where the memory lives: SQLite here (`SqliteMemoryStorage`), Postgres in the runtime layer."""
 
-    async def __aenter__(self) -> MemoryStore:
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    async def initialize(self) -> None: ...
+    async def bump(
+        self, domain: str, provider: str, *, calls: int, results: int, citations: int, failures: int
     ) -> None:
-        return None
+        """Add the counts to the (domain, provider) row, creating it at zero first."""
+        ...
+
+    async def add_failure(self, domain: str, failure: AccessFailure) -> None: ...
+    async def stats_rows(self, domain: str) -> list[StatsRow]: ...
+    async def failure_rows(self, limit: int, provider: str | None) -> list[AccessFailure]:
+        """Most recent first."""
+        ...
+
+
+class SqliteMemoryStorage:
+    """`memory.db`: one short connection per operation, so any task or process may use it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._ready = False
 
     async def initialize(self) -> None:
         if self._ready:
@@ -108,8 +117,8 @@ class MemoryStore:
             await db.commit()
         self._ready = True
 
-    async def _bump(
-        self, domain: str, provider: str, *, calls: int = 0, results: int = 0, citations: int = 0, failures: int = 0
+    async def bump(
+        self, domain: str, provider: str, *, calls: int, results: int, citations: int, failures: int
     ) -> None:
         await self.initialize()
         async with aiosqlite.connect(self.path) as db:
@@ -129,16 +138,8 @@ class MemoryStore:
             )
             await db.commit()
 
-    async def record_results(self, domain: str, provider: str, count: int) -> None:
-        """One successful call of `provider` that returned `count` results."""
-        await self._bump(domain, provider, calls=1, results=max(count, 0))
-
-    async def record_citations(self, domain: str, provider: str, count: int) -> None:
-        """`count` of the provider's results were cited in a final report."""
-        await self._bump(domain, provider, citations=max(count, 0))
-
-    async def record_failure(self, domain: str, failure: AccessFailure) -> None:
-        await self._bump(domain, failure.provider, failures=1)
+    async def add_failure(self, domain: str, failure: AccessFailure) -> None:
+        await self.initialize()
         async with aiosqlite.connect(self.path) as db:
             await db.execute("PRAGMA busy_timeout=5000")
             await db.execute(
@@ -159,8 +160,7 @@ class MemoryStore:
             )
             await db.commit()
 
-    async def provider_stats(self, domain: str) -> list[ProviderStats]:
-        """Every provider with history in `domain`, best score first."""
+    async def stats_rows(self, domain: str) -> list[StatsRow]:
         await self.initialize()
         async with aiosqlite.connect(self.path) as db:
             cursor = await db.execute(
@@ -168,9 +168,78 @@ class MemoryStore:
                 (domain,),
             )
             rows = await cursor.fetchall()
-        stats = [
-            ProviderStats(domain=domain, provider=r[0], calls=r[1], results=r[2], citations=r[3], failures=r[4])
+        return [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+
+    async def failure_rows(self, limit: int, provider: str | None) -> list[AccessFailure]:
+        await self.initialize()
+        query = "SELECT provider, url, query, error_type, message, iteration, at FROM access_failures"
+        params: tuple[object, ...] = ()
+        if provider:
+            query += " WHERE provider = ?"
+            params = (provider,)
+        query += " ORDER BY id DESC LIMIT ?"
+        async with aiosqlite.connect(self.path) as db:
+            cursor = await db.execute(query, (*params, max(limit, 0)))
+            rows = await cursor.fetchall()
+        return [
+            AccessFailure(provider=r[0], url=r[1], query=r[2], error_type=r[3], message=r[4], iteration=r[5], at=r[6])
             for r in rows
+        ]
+
+
+class MemoryStore:
+    """The memory's scoring over a storage (SQLite `memory.db` unless given one)."""
+
+    def __init__(self, target: Settings | Path | MemoryStorage) -> None:
+        """`MemoryStore(settings)` uses `settings.db_path("memory.db")`; a Path names the file directly; any
+        other MemoryStorage (Postgres) is used as it is."""
+        if isinstance(target, Settings):
+            target = target.db_path("memory.db")
+        self.storage: MemoryStorage = SqliteMemoryStorage(target) if isinstance(target, Path) else target
+
+    @property
+    def path(self) -> Path | None:
+        """The SQLite file, when the memory is in one."""
+        return self.storage.path if isinstance(self.storage, SqliteMemoryStorage) else None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MemoryStore:
+        return cls(settings.db_path("memory.db"))
+
+    async def __aenter__(self) -> MemoryStore:
+        await self.initialize()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    async def initialize(self) -> None:
+        await self.storage.initialize()
+
+    async def _bump(
+        self, domain: str, provider: str, *, calls: int = 0, results: int = 0, citations: int = 0, failures: int = 0
+    ) -> None:
+        await self.storage.bump(domain, provider, calls=calls, results=results, citations=citations, failures=failures)
+
+    async def record_results(self, domain: str, provider: str, count: int) -> None:
+        """One successful call of `provider` that returned `count` results."""
+        await self._bump(domain, provider, calls=1, results=max(count, 0))
+
+    async def record_citations(self, domain: str, provider: str, count: int) -> None:
+        """`count` of the provider's results were cited in a final report."""
+        await self._bump(domain, provider, citations=max(count, 0))
+
+    async def record_failure(self, domain: str, failure: AccessFailure) -> None:
+        await self._bump(domain, failure.provider, failures=1)
+        await self.storage.add_failure(domain, failure)
+
+    async def provider_stats(self, domain: str) -> list[ProviderStats]:
+        """Every provider with history in `domain`, best score first."""
+        stats = [
+            ProviderStats(domain=domain, provider=p, calls=c, results=r, citations=ci, failures=f)
+            for p, c, r, ci, f in await self.storage.stats_rows(domain)
         ]
         domain_ratio = _ratio(sum(s.citations for s in stats), sum(s.results for s in stats))
         scored = [s.model_copy(update={"score": _score(s, domain_ratio)}) for s in stats]
@@ -186,17 +255,4 @@ class MemoryStore:
 
     async def failures(self, limit: int = 50, *, provider: str | None = None) -> list[AccessFailure]:
         """Most recent access failures first."""
-        await self.initialize()
-        query = "SELECT provider, url, query, error_type, message, iteration, at FROM access_failures"
-        params: tuple[object, ...] = ()
-        if provider:
-            query += " WHERE provider = ?"
-            params = (provider,)
-        query += " ORDER BY id DESC LIMIT ?"
-        async with aiosqlite.connect(self.path) as db:
-            cursor = await db.execute(query, (*params, max(limit, 0)))
-            rows = await cursor.fetchall()
-        return [
-            AccessFailure(provider=r[0], url=r[1], query=r[2], error_type=r[3], message=r[4], iteration=r[5], at=r[6])
-            for r in rows
-        ]
+        return await self.storage.failure_rows(limit, provider)

@@ -1,6 +1,7 @@
 """Everything a process needs to run research, opened and closed in one place (CLI run, server lifespan).
 
-One process owns one data dir: one sessions/events database, one checkpoint saver, one page-text store,
+A process has one storage (SQLite files of the one data dir it owns, or a Postgres pool shared with other
+processes: runtime/backends.py): one sessions/events store, one checkpoint saver, one page-text store; and
 one HTTP client, one search gateway (so rate limits and circuit breakers are shared by all its sessions).
 """
 
@@ -10,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import aiosqlite
 import httpx
@@ -27,31 +29,31 @@ from research_tool.providers.gateway import SearchGateway
 from research_tool.providers.http_client import create_http_client
 from research_tool.providers.memory import MemoryStore
 from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
-from research_tool.runtime.checkpoints import PrunableSqliteSaver, assert_prunable, open_checkpointer
-from research_tool.runtime.content_store import ContentStore
-from research_tool.runtime.event_log import EventLog
+from research_tool.runtime.backends import Checkpointer, Storage, open_storage
+from research_tool.runtime.checkpoints import assert_prunable
+from research_tool.runtime.cluster.membership import cluster_leases, cluster_membership
 from research_tool.runtime.janitor import StorageJanitor
-from research_tool.runtime.ownership import DataDirOwner
 from research_tool.runtime.runner import SessionRunner
-from research_tool.runtime.session_store import SessionStore
 from research_tool.runtime.shared_limits import open_shared_limits
-from research_tool.runtime.storage import open_database
+from research_tool.runtime.stores import ContentStoreProtocol, EventLogProtocol, SessionStoreProtocol
 
 
 @dataclass
 class ResearchServices:
     settings: Settings
     client: httpx.AsyncClient
-    conn: aiosqlite.Connection
-    checkpointer: PrunableSqliteSaver
-    content: ContentStore
+    conn: aiosqlite.Connection | None  # sessions.db; None on Postgres (storage.pool)
+    checkpointer: Checkpointer
+    content: ContentStoreProtocol
     janitor: StorageJanitor
     gateway: SearchGateway
     crawler: Crawler
     memory: MemoryStore
-    store: SessionStore
-    events: EventLog
+    store: SessionStoreProtocol
+    events: EventLogProtocol
     runner: SessionRunner
+    storage: Storage
+    cluster: Any = None  # Postgres: this process's ClusterNode (leases, LISTEN connection, claim loop)
 
     def validate(self, request: ResearchRequest) -> None:
         """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine)."""
@@ -67,13 +69,19 @@ async def open_research_services(
     *,
     engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None = None,
     retention_sweeps: bool = False,
+    worker: bool = False,
 ) -> AsyncIterator[ResearchServices]:
     """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests).
     `retention_sweeps`: apply RESEARCH_RETENTION_DAYS now and every hour while open (the server).
+    `worker` (Postgres only): also claim and run sessions from the shared queue (`research-tool worker`,
+    `serve` without --no-worker). On Postgres every process joins the cluster (runtime/cluster/): sessions run
+    under leases, and stops, answers and events of other processes reach it by LISTEN/NOTIFY.
     With RESEARCH_REDIS_URL, the providers' limits and breakers are shared with every process while open."""
     async with (
         open_shared_limits(settings),
-        _open_process_services(settings, engine_factory=engine_factory, retention_sweeps=retention_sweeps) as services,
+        _open_process_services(
+            settings, engine_factory=engine_factory, retention_sweeps=retention_sweeps, worker=worker
+        ) as services,
     ):
         yield services
 
@@ -84,21 +92,20 @@ async def _open_process_services(
     *,
     engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None,
     retention_sweeps: bool,
+    worker: bool,
 ) -> AsyncIterator[ResearchServices]:
     RATE_LIMITERS.max_in_flight = settings.provider_max_in_flight
     client = create_http_client(settings.provider_max_in_flight)
-    owner = await DataDirOwner.acquire(settings.data_dir)  # readers can tell sessions of a dead process
-    conn = await open_database(settings.db_path("sessions.db"))
-    content = await ContentStore.open(settings.db_path("content.db"))
     try:
-        async with open_checkpointer(settings.db_path("checkpoints.db")) as checkpointer:
+        async with open_storage(settings) as storage:
+            checkpointer = storage.checkpointer
+            content = storage.content
             gateway = SearchGateway()
             crawler = Crawler(settings, client)
-            memory = MemoryStore.from_settings(settings)
-            store = SessionStore(conn)
-            events = EventLog(conn)
+            memory = storage.memory
+            store = storage.store
+            events = storage.events
             janitor = StorageJanitor(
-                conn=conn,
                 store=store,
                 events=events,
                 checkpointer=checkpointer,
@@ -124,6 +131,7 @@ async def _open_process_services(
             def make_engine(request: ResearchRequest) -> ReasoningEngine:
                 return create_engine(settings, privacy_mode=request.privacy_mode, http_client=client)
 
+            leases = cluster_leases(settings, storage.pool)
             runner = SessionRunner(
                 store=store,
                 events=events,
@@ -134,12 +142,13 @@ async def _open_process_services(
                 max_concurrent=settings.max_concurrent_sessions,
                 max_queued=settings.max_queued_sessions,
                 clarify_timeout_s=settings.clarify_timeout_s,
+                leasing=leases,
             )
             assert_prunable(runner.graph.channels)
             services = ResearchServices(
                 settings=settings,
                 client=client,
-                conn=conn,
+                conn=storage.conn,
                 checkpointer=checkpointer,
                 content=content,
                 janitor=janitor,
@@ -149,6 +158,7 @@ async def _open_process_services(
                 store=store,
                 events=events,
                 runner=runner,
+                storage=storage,
             )
             sweeper = (
                 asyncio.create_task(janitor.sweep_forever(settings.retention_days), name="retention")
@@ -156,7 +166,10 @@ async def _open_process_services(
                 else None
             )
             try:
-                yield services
+                # Leaving the cluster first stops claiming; the cancelled sessions then release their leases.
+                async with cluster_membership(settings, runner, events, leases, worker=worker) as node:
+                    services.cluster = node
+                    yield services
             finally:
                 if sweeper is not None:
                     sweeper.cancel()
@@ -164,7 +177,4 @@ async def _open_process_services(
                 await runner.cancel_all()
                 await crawler.aclose()
     finally:
-        await content.aclose()
-        await conn.close()
         await client.aclose()
-        owner.release()

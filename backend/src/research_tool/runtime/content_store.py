@@ -18,7 +18,7 @@ from pathlib import Path
 import aiosqlite
 
 from research_tool.models.entities import utc_now_iso
-from research_tool.runtime.storage import open_sqlite
+from research_tool.runtime.storage import open_sqlite, reclaim_space
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS page_text (
@@ -81,6 +81,10 @@ class ContentStore:
 
     async def aclose(self) -> None:
         await self._conn.close()
+
+    async def reclaim_space(self, *, convert: bool = False) -> int:
+        async with self._lock:
+            return await reclaim_space(self._conn, convert=convert)
 
     async def put_many(self, session_id: str, texts: Mapping[str, str]) -> dict[str, str]:
         """Store each URL's text (once per URL and hash) and note that the session uses it; {url: key}."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,6 +16,8 @@ import aiosqlite
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.events import FINAL_EVENT_TYPES, Event
+from research_tool.runtime.event_fanout import EventFanout, follow_table
+from research_tool.runtime.stores import EventLogProtocol
 
 log = get_logger(__name__)
 
@@ -26,7 +27,7 @@ class EventLog:
         self._conn = conn
         self._lock = asyncio.Lock()
         self._next_seq: dict[str, int] = {}
-        self._subscribers: dict[str, set[asyncio.Queue[Event]]] = defaultdict(set)
+        self._fanout = EventFanout()
 
     def begin(self, session_id: str) -> None:
         """`session_id` is new and has no event yet: its first append needs no look-up of the last seq."""
@@ -60,8 +61,7 @@ class EventLog:
                 self._next_seq.pop(session_id, None)  # nothing more is expected: read MAX(seq) if something comes
             else:
                 self._next_seq[session_id] = seq + 1
-        for queue in list(self._subscribers.get(session_id, ())):
-            queue.put_nowait(event)
+        self._fanout.publish(event)
         return event
 
     async def replay(self, session_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
@@ -77,31 +77,12 @@ class EventLog:
             for r in rows
         ]
 
-    async def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Event]:
+    def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Event]:
         """Every event with seq > after, exactly once: the stored ones, then live ones, until a final event."""
-        queue: asyncio.Queue[Event] = asyncio.Queue()
-        self._subscribers[session_id].add(queue)
-        try:
-            last = after
-            for event in await self.replay(session_id, after):
-                last = event.seq
-                yield event
-                if event.is_final:
-                    return
-            if await self._ended_by(session_id, last):
-                return  # the final event is at or before `after`: nothing more will come
-            while True:
-                event = await queue.get()
-                if event.seq <= last:
-                    continue
-                last = event.seq
-                yield event
-                if event.is_final:
-                    return
-        finally:
-            self._subscribers[session_id].discard(queue)
-            if not self._subscribers[session_id]:
-                self._subscribers.pop(session_id, None)
+        return follow_table(self._fanout, self.replay, self._ended_by, session_id, after)
+
+    def notify_local(self, session_id: str) -> None:
+        self._fanout.wake(session_id)
 
     async def _ended_by(self, session_id: str, seq: int) -> bool:
         marks = ",".join("?" for _ in FINAL_EVENT_TYPES)
@@ -117,6 +98,23 @@ class EventLog:
             await self._conn.commit()
             self._next_seq.pop(session_id, None)
 
+    async def session_ids(self) -> set[str]:
+        async with self._conn.execute("SELECT DISTINCT session_id FROM events") as cur:
+            return {str(row[0]) for row in await cur.fetchall()}
+
+    async def last_of_type(self, session_id: str, type: str) -> Event | None:
+        async with self._conn.execute(
+            "SELECT seq, ts, type, phase, message, data FROM events WHERE session_id = ? AND type = ?"
+            " ORDER BY seq DESC LIMIT 1",
+            (session_id, type),
+        ) as cur:
+            r = await cur.fetchone()
+        if r is None:
+            return None
+        return Event(
+            seq=r[0], session_id=session_id, ts=r[1], type=r[2], phase=r[3], message=r[4], data=json.loads(r[5])
+        )
+
     def sink(self, session_id: str) -> SessionEvents:
         return SessionEvents(self, session_id)
 
@@ -124,7 +122,7 @@ class EventLog:
 class SessionEvents:
     """The EventSink the graph nodes write to, bound to one session."""
 
-    def __init__(self, log_: EventLog, session_id: str) -> None:
+    def __init__(self, log_: EventLogProtocol, session_id: str) -> None:
         self._log = log_
         self._session_id = session_id
 

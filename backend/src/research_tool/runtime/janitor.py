@@ -1,7 +1,8 @@
 """What sessions leave on disk, and taking it away again (DESIGN §5 storage).
 
 A session owns: its row and events (`sessions.db`), its checkpoints (`checkpoints.db`), references to
-page texts (`content.db`) and its exports folder (`<data dir>/exports/<session id>/`). The janitor
+page texts (`content.db`), or the same rows in Postgres, and its exports folder (`<data dir>/exports/<session id>/`).
+The janitor
 
 - keeps only the last checkpoint of a finished session (`session_finished`),
 - removes everything of a deleted session and gives the space back (`forget`),
@@ -20,16 +21,16 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict
 
 from research_tool.core.logging import get_logger
 from research_tool.models.sessions import FINISHED_STATUSES
-from research_tool.runtime.checkpoints import PrunableSqliteSaver
-from research_tool.runtime.content_store import ContentStore
-from research_tool.runtime.event_log import EventLog
-from research_tool.runtime.session_store import SessionStore
-from research_tool.runtime.storage import reclaim_space
+from research_tool.runtime.stores import (
+    ContentStoreProtocol,
+    EventLogProtocol,
+    PrunableCheckpointer,
+    SessionStoreProtocol,
+)
 
 log = get_logger(__name__)
 
@@ -51,14 +52,12 @@ class StorageJanitor:
     def __init__(
         self,
         *,
-        conn: aiosqlite.Connection,
-        store: SessionStore,
-        events: EventLog,
-        checkpointer: PrunableSqliteSaver,
-        content: ContentStore,
+        store: SessionStoreProtocol,
+        events: EventLogProtocol,
+        checkpointer: PrunableCheckpointer,
+        content: ContentStoreProtocol,
         exports_dir: Path,
     ) -> None:
-        self._conn = conn  # sessions.db
         self._store = store
         self._events = events
         self._checkpointer = checkpointer
@@ -98,9 +97,9 @@ class StorageJanitor:
         return await self._content.release(session_ids)
 
     async def reclaim(self, *, convert: bool = False) -> int:
-        reclaimed = await reclaim_space(self._conn, convert=convert)
+        reclaimed = await self._store.reclaim_space(convert=convert)
         reclaimed += await self._checkpointer.reclaim_space(convert=convert)
-        reclaimed += await reclaim_space(self._content.conn, convert=convert)
+        reclaimed += await self._content.reclaim_space(convert=convert)
         return reclaimed
 
     # --- retention --------------------------------------------------------------------------------
@@ -114,46 +113,28 @@ class StorageJanitor:
             now = now or datetime.now(UTC)
             cutoff = (now - timedelta(days=retention_days)).isoformat() if retention_days is not None else None
             summary = GcSummary(cutoff=cutoff)
-            expired = await self._expired(cutoff) if cutoff else []
+            expired = await self._store.expired(cutoff) if cutoff else []
             for sid in expired:
                 await self._store.delete(sid)
             summary.sessions_deleted = len(expired)
             summary.texts_deleted = await self._forget_data(expired)
             summary.orphans_deleted, texts = await self._delete_orphans()
             summary.texts_deleted += texts + await self._content.sweep_unreferenced()
-            finished = await self._finished_ids()
+            finished = await self._store.ids(FINISHED_STATUSES)
             await self._checkpointer.aprune(sorted(finished), strategy="keep_latest")
             summary.sessions_pruned = len(finished)
             summary.bytes_reclaimed = await self.reclaim(convert=convert)
             log.info("storage_collected", **summary.model_dump())
             return summary
 
-    async def _expired(self, cutoff: str) -> list[str]:
-        marks = ",".join("?" for _ in FINISHED_STATUSES)
-        async with self._conn.execute(
-            f"SELECT id FROM sessions WHERE status IN ({marks}) AND updated_at < ? ORDER BY updated_at",
-            (*FINISHED_STATUSES, cutoff),
-        ) as cur:
-            return [str(row[0]) for row in await cur.fetchall()]
-
-    async def _finished_ids(self) -> set[str]:
-        marks = ",".join("?" for _ in FINISHED_STATUSES)
-        async with self._conn.execute(f"SELECT id FROM sessions WHERE status IN ({marks})", FINISHED_STATUSES) as cur:
-            return {str(row[0]) for row in await cur.fetchall()}
-
-    async def _known_ids(self) -> set[str]:
-        async with self._conn.execute("SELECT id FROM sessions") as cur:
-            return {str(row[0]) for row in await cur.fetchall()}
-
     async def _delete_orphans(self) -> tuple[int, int]:
         """Data whose session row is gone (a delete cut short, a crash). Everything is listed before the rows
         are read: a session's row is written before any of its data, so a session created meanwhile is safe."""
         threads = await self._checkpointer.thread_ids()
-        async with self._conn.execute("SELECT DISTINCT session_id FROM events") as cur:
-            logs = {str(row[0]) for row in await cur.fetchall()}
+        logs = await self._events.session_ids()
         folders = {p.name for p in self._exports_dir.iterdir() if p.is_dir()} if self._exports_dir.exists() else set()
         referring = await self._content.sessions_referring()
-        known = await self._known_ids()
+        known = await self._store.ids()
         orphans = sorted((threads | logs | folders | referring) - known)
         texts = await self._forget_data(orphans) if orphans else 0
         return len(orphans), texts

@@ -1,8 +1,11 @@
 """The session runner: runs each session's graph thread, at most N at once, and carries stop requests,
 clarification answers and progress between the graph and the outside world (CLI or API).
 
-A session's truth lives in SQLite (row, events, checkpoints), never only in memory: a process that
-dies loses at most the node in flight, and `resume_incomplete()` picks every unfinished session up.
+A session's truth lives in the database (row, events, checkpoints; SQLite or Postgres), never only in memory: a
+process that dies loses at most the node in flight. Embedded (SQLite), `resume_incomplete()` picks every
+unfinished session up at start. In cluster mode (Postgres, `leasing` set) a session runs only in the process
+that holds its lease: workers claim queued sessions and the sessions of dead workers (runtime/cluster/), a
+start only writes the queued row, and stops and answers reach the running process as notifications (`signal`).
 """
 
 from __future__ import annotations
@@ -12,12 +15,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from research_tool.core.errors import ResearchToolError, SessionStateError
+from research_tool.core.errors import ResearchToolError, ServerBusyError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.engines.base import ReasoningEngine
 from research_tool.graph.context import ResearchContext
@@ -27,14 +30,25 @@ from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
 from research_tool.runtime.admission import Admission
-from research_tool.runtime.event_log import EventLog
 from research_tool.runtime.janitor import StorageJanitor
-from research_tool.runtime.session_store import SessionStore
+from research_tool.runtime.stores import EventLogProtocol, SessionStoreProtocol
 
 log = get_logger(__name__)
 
 EngineFactory = Callable[[ResearchRequest], ReasoningEngine]
 ContextFactory = Callable[[SessionRecord, ReasoningEngine, asyncio.Event], ResearchContext]
+CLAIM_RETRY_S = 5.0  # cluster mode: how often a process waiting on another's session tries to take it over
+Signal = Literal["stop", "answers", "deleted"]
+
+
+class SessionLeasing(Protocol):
+    """Cluster mode: who may run a session (runtime/cluster/leases.py), and how many wait in the shared queue."""
+
+    async def claim(self, session_id: str) -> bool: ...
+
+    async def release(self, session_id: str) -> None: ...
+
+    async def queued_count(self) -> int: ...
 
 
 def initial_state(record: SessionRecord) -> ResearchState:
@@ -83,8 +97,8 @@ class SessionRunner:
     def __init__(
         self,
         *,
-        store: SessionStore,
-        events: EventLog,
+        store: SessionStoreProtocol,
+        events: EventLogProtocol,
         checkpointer: Any,
         janitor: StorageJanitor,
         context_factory: ContextFactory,
@@ -92,6 +106,7 @@ class SessionRunner:
         max_concurrent: int,
         clarify_timeout_s: float,
         max_queued: int = 2000,
+        leasing: SessionLeasing | None = None,
     ) -> None:
         self.store = store
         self.events = events
@@ -103,7 +118,10 @@ class SessionRunner:
         self._slots = asyncio.Semaphore(max_concurrent)
         self.admission = Admission(max_running=max_concurrent, max_queued=max_queued)
         self._clarify_timeout_s = clarify_timeout_s
+        self._leasing = leasing
+        self._max_queued = max_queued
         self._live: dict[str, _Live] = {}
+        self._finish_listeners: list[Callable[[str], None]] = []
         self.running_count = 0
         self.max_running_seen = 0
 
@@ -111,7 +129,10 @@ class SessionRunner:
 
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
         """Write a new queued session; ServerBusyError (nothing written) when the queue is full.
-        Launch it before the next await so that its queue place stays taken."""
+        Launch it before the next await so that its queue place stays taken (cluster mode: the queued rows
+        of the shared table are the queue, and `submit` hands the session to the workers)."""
+        if self._leasing is not None:
+            return await self._create_queued(request, session_id)
         with self.admission.reserve(running=self.running_count):
             record = await self.store.create(request, session_id)
             if session_id is None:  # a fresh id: no event can exist for it
@@ -121,17 +142,84 @@ class SessionRunner:
             )
         return record
 
+    async def _create_queued(self, request: ResearchRequest, session_id: str | None) -> SessionRecord:
+        queued = await self._leasing.queued_count() if self._leasing is not None else 0
+        if queued >= self._max_queued:
+            raise ServerBusyError(
+                f"the cluster's queue is full ({queued} sessions wait for a worker); "
+                f"try again in {self.admission.retry_after_s()} s",
+                retry_after_s=self.admission.retry_after_s(),
+            )
+        record = await self.store.create(request, session_id)
+        if session_id is None:
+            self.events.begin(record.id)
+        await self.events.append(
+            record.id, "session_queued", None, f"Research queued: \u201c{request.query[:200]}\u201d."
+        )
+        return record
+
+    @property
+    def clustered(self) -> bool:
+        """Sessions run wherever their lease is held (Postgres), not necessarily in this process."""
+        return self._leasing is not None
+
+    def submit(self, session_id: str) -> None:
+        """Have a created session run: in this process (embedded), or by whichever worker claims it (cluster
+        mode: its queued row is the job, and writing it woke the workers)."""
+        if self._leasing is None:
+            self.launch(session_id)
+
+    def until_finished(self, session_id: str) -> asyncio.Task[None]:
+        """A task that ends when the session has finished, wherever it runs (it never cancels the session)."""
+        live = self._live.get(session_id)
+        if self._leasing is None or (live is not None and live.task is not None and not live.task.done()):
+            return self.launch(session_id)
+        return asyncio.create_task(self._await_elsewhere(session_id), name=f"await-{session_id}")
+
+    def on_finished(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(session_id)` whenever a session's task here ends (a worker frees a slot)."""
+        self._finish_listeners.append(listener)
+
     def launch(self, session_id: str) -> asyncio.Task[None]:
-        """Run (or resume) a session in the background; returns its task."""
+        """Run (or resume) a session in the background; returns its task. In cluster mode it runs here only
+        if this process gets its lease; otherwise the task waits for the process that has it."""
         live = self._live.setdefault(session_id, _Live())
         if live.task is None or live.task.done():
             live.task = asyncio.create_task(self._drive(session_id), name=f"session-{session_id}")
             self.admission.enqueue(session_id)
-            live.task.add_done_callback(lambda _: self.admission.dequeue(session_id))
+            live.task.add_done_callback(lambda _: self._task_ended(session_id))
         return live.task
 
+    def _task_ended(self, session_id: str) -> None:
+        self.admission.dequeue(session_id)
+        for listener in self._finish_listeners:
+            listener(session_id)
+
+    def signal(self, session_id: str, kind: Signal) -> None:
+        """A stop, an answer or a deletion was written for this session by another process (cluster mode)."""
+        if kind == "deleted":
+            self.abandon(session_id)
+            return
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        if kind == "stop":
+            live.stop.set()
+        live.answers.set()  # the clarification wait re-reads the row either way
+
+    def abandon(self, session_id: str) -> None:
+        """Stop running a session without touching its row: it was deleted, or its lease went to another
+        worker (this one missed its renewals), which now runs it from the last checkpoint."""
+        live = self._live.pop(session_id, None)  # gone from _live: the cancellation does not mark it interrupted
+        if live is not None and live.task is not None and not live.task.done():
+            log.warning("session_abandoned", session_id=session_id)
+            live.task.cancel()
+
     async def resume_incomplete(self) -> list[str]:
-        """Relaunch every session that was queued, running, stopping or awaiting answers when the process died."""
+        """Relaunch every session that was queued, running, stopping or awaiting answers when the process died.
+        Cluster mode: nothing to do here, the workers claim those sessions (a dead worker's once its lease ends)."""
+        if self._leasing is not None:
+            return []
         ids = [r.id for r in await self.store.active()]
         for sid in ids:
             self.launch(sid)
@@ -200,6 +288,31 @@ class SessionRunner:
     # --- the run itself -------------------------------------------------------------------------
 
     async def _drive(self, session_id: str) -> None:
+        if self._leasing is not None:
+            while not await self._leasing.claim(session_id):
+                # Another process holds it: follow it, and take it over if that process dies before the end.
+                self.admission.dequeue(session_id)
+                try:
+                    await asyncio.wait_for(self._await_elsewhere(session_id), timeout=CLAIM_RETRY_S)
+                    return
+                except TimeoutError:
+                    continue
+        try:
+            await self._drive_here(session_id)
+        finally:
+            if self._leasing is not None:
+                await self._leasing.release(session_id)
+
+    async def _await_elsewhere(self, session_id: str) -> None:
+        """Wait for the final event of a session another process runs."""
+        record = await self.store.get(session_id)
+        if record.finished:
+            return
+        async for event in self.events.follow(session_id):
+            if event.is_final:
+                return
+
+    async def _drive_here(self, session_id: str) -> None:
         async with self._slots:
             self.admission.dequeue(session_id)  # the time guard's clock starts with the first node, after this
             self.running_count += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import aiosqlite
@@ -18,7 +19,8 @@ from pydantic import ValidationError
 from research_tool.core.errors import BadInputError, SessionNotFoundError
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
-from research_tool.models.sessions import ACTIVE_STATUSES, SessionRecord, check_session_id
+from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, check_session_id
+from research_tool.runtime.storage import reclaim_space
 
 
 def _record(row: aiosqlite.Row) -> SessionRecord:
@@ -163,3 +165,27 @@ class SessionStore:
         self._cache.pop(session_id, None)
         await self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         await self._conn.commit()
+
+    async def ids(self, statuses: Sequence[str] | None = None) -> set[str]:
+        sql, params = "SELECT id FROM sessions", tuple[str, ...]()
+        if statuses is not None:
+            sql = f"SELECT id FROM sessions WHERE status IN ({','.join('?' for _ in statuses)})"
+            params = tuple(statuses)
+        async with self._conn.execute(sql, params) as cur:
+            return {str(row[0]) for row in await cur.fetchall()}
+
+    async def expired(self, cutoff: str) -> list[str]:
+        marks = ",".join("?" for _ in FINISHED_STATUSES)
+        async with self._conn.execute(
+            f"SELECT id FROM sessions WHERE status IN ({marks}) AND updated_at < ? ORDER BY updated_at",
+            (*FINISHED_STATUSES, cutoff),
+        ) as cur:
+            return [str(row[0]) for row in await cur.fetchall()]
+
+    async def status_counts(self) -> dict[str, int]:
+        async with self._conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status") as cur:
+            return {str(status): int(count) for status, count in await cur.fetchall()}
+
+    async def reclaim_space(self, *, convert: bool = False) -> int:
+        """Give sessions.db's free pages back to the file system (it also holds the events)."""
+        return await reclaim_space(self._conn, convert=convert)

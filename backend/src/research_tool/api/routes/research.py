@@ -98,8 +98,8 @@ async def create_session(services: ResearchServices, request: ResearchRequest) -
     check_corpus_dirs(request, services.settings)
     services.validate(request)
     record = await services.runner.create(request)
-    # The runner's task is the background task: it outlives this request and survives a lost client.
-    services.runner.launch(record.id)
+    # The runner's task (or, in cluster mode, a worker's) runs it: it outlives this request and a lost client.
+    services.runner.submit(record.id)
     return record.id
 
 
@@ -223,7 +223,7 @@ async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
     timeout = services.settings.run_timeout_s
     body = body.model_copy(update={"clarify": False, "max_execution_time_s": body.max_execution_time_s or timeout})
     session_id = await create_session(services, body)
-    task = services.runner.launch(session_id)
+    task = services.runner.until_finished(session_id)
     if not await _finished_within(task, timeout):
         with contextlib.suppress(SessionStateError):  # finished in the meantime
             await services.runner.request_stop(session_id)
