@@ -46,6 +46,10 @@ MAX_PAUSE_S = 600.0
 # and bring two arrivals closer than the interval. A little slack on each interval absorbs that.
 SPACING_MARGIN_FRACTION = 0.02
 SPACING_MARGIN_MAX_S = 0.010
+# Across processes the grant-to-send delays differ more (each process's event loop has its own load: measured
+# 38 ms apart on a busy 2-core machine), so cluster-wide grants keep a wider margin.
+CLUSTER_SPACING_MARGIN_FRACTION = 0.05
+CLUSTER_SPACING_MARGIN_MAX_S = 0.050
 # Requests of one provider endpoint past its gate at once (RESEARCH_PROVIDER_MAX_IN_FLIGHT sets the process's).
 DEFAULT_MAX_IN_FLIGHT = 64
 
@@ -56,6 +60,7 @@ class RateLimiter:
     def __init__(self, name: str, rate: float, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.name = name
         self._interval = 0.0
+        self._cluster_interval = 0.0
         self.set_rate(rate)
         self.max_in_flight = max(1, max_in_flight)
         self._last_start = float("-inf")
@@ -77,6 +82,14 @@ class RateLimiter:
         """`rate` requests per second; 0 or less means unlimited."""
         interval = 1.0 / rate if rate > 0 else 0.0
         self._interval = interval + min(SPACING_MARGIN_FRACTION * interval, SPACING_MARGIN_MAX_S)
+        self._cluster_interval = interval + min(
+            CLUSTER_SPACING_MARGIN_FRACTION * interval, CLUSTER_SPACING_MARGIN_MAX_S
+        )
+
+    @property
+    def cluster_interval(self) -> float:
+        """Spacing of the cluster-wide grants (RESEARCH_REDIS_URL): the interval with the wider margin."""
+        return self._cluster_interval
 
     @property
     def last_granted_at(self) -> float:
@@ -156,7 +169,7 @@ class RateLimiter:
         if shared is None or not shared.available:
             return 0.0
         try:
-            reply = await shared.take_turn(self.name, self._interval)
+            reply = await shared.take_turn(self.name, self._cluster_interval)
         except SharedLimitsUnavailableError:
             return 0.0
         if reply.paused_for_s > 0:
