@@ -46,6 +46,8 @@ from research_tool.bench.scale import (
     STATUS_P95_TARGET_MS,
     STATUS_POLLS_PER_S,
     THROUGHPUT_FRACTION_OF_CPU_BOUND,
+    WATCH_TIMEOUT_BASE_S,
+    WATCH_TIMEOUT_PER_SESSION_S,
     WIKIPEDIA_RPS,
     final_records,
     start_sessions,
@@ -164,6 +166,7 @@ def cluster_environment(
     shared_limits: str | None = None,
     **extra: Any,
 ) -> BenchEnvironment:
+    """`cpu_workers` 0: each worker is one process, so throughput shows what a worker adds."""
     values: dict[str, Any] = {"database_url": database, "cpu_workers": 0, **extra}
     if shared_limits is not None:
         values.update(redis_url=shared_limits, redis_prefix=f"rt-bench-{uuid.uuid4().hex[:12]}")
@@ -190,7 +193,8 @@ async def run_watched(
     stop = asyncio.Event()
     poller = StatusPoller(cluster.client, base, STATUS_POLLS_PER_S)
     polling = asyncio.create_task(poller.run(ids, stop))
-    await asyncio.gather(*(watch_session(cluster.api.ws_url, w, WATCH_TIMEOUT_S) for w in watches))
+    timeout_s = WATCH_TIMEOUT_BASE_S + WATCH_TIMEOUT_PER_SESSION_S * n
+    await asyncio.gather(*(watch_session(cluster.api.ws_url, w, timeout_s) for w in watches))
     stop.set()
     await polling
     cpu_after = cluster.cpu_seconds()

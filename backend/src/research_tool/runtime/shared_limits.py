@@ -47,6 +47,7 @@ async def open_shared_limits(settings: Settings) -> AsyncIterator[SharedLimits |
         retry=Retry(NoBackoff(), 1),
     )
     shared = SharedLimits(client, prefix=settings.redis_prefix)
+    await shared.connect()  # an unreachable Redis is logged and retried as calls go, not fatal
     RATE_LIMITERS.share_through(shared)
     CIRCUIT_BREAKERS.share_through(shared)
     log.info("shared_limits_enabled", prefix=settings.redis_prefix)

@@ -42,8 +42,10 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-# One Redis round trip may take this long before the caller falls back to its own limits.
-CALL_TIMEOUT_S = 0.5
+# One Redis round trip may take this long before the caller falls back to its own limits. Not less: a worker busy
+# with sessions' CPU work can leave its event loop a second behind, and a reply read that late is not an outage
+# (at 0.5 s, loaded workers fell back to their own limits and broke the cluster's spacing: make bench, cluster).
+CALL_TIMEOUT_S = 2.0
 # After a failed call, Redis is not asked again for this long (every caller uses its own limits meanwhile).
 RETRY_AFTER_S = 5.0
 # A half-open probe that never reports back (its process was killed) frees the probe after this long.
@@ -172,6 +174,21 @@ class SharedLimits:
         self._breaker: LuaScript = client.register_script(BREAKER_SCRIPT)
         self._down_until = float("-inf")
         self._background: set[asyncio.Task[None]] = set()
+
+    async def connect(self) -> bool:
+        """Open a connection and load the scripts now, before the first provider call needs them; False (and the
+        outage logged) when Redis does not answer."""
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                await self.client.ping()
+                for script in (SPACING_SCRIPT, PAUSE_SCRIPT, BREAKER_SCRIPT):
+                    await self.client.script_load(script)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # redis-py's ConnectionError/TimeoutError, OSError, our timeout
+            self._went_down(exc)
+            return False
+        return True
 
     @property
     def available(self) -> bool:
