@@ -11,11 +11,11 @@ PORT ?= 8000
 .PHONY: run test test-fast lint bench eval serve venv clean
 
 $(STAMP): pyproject.toml constraints.txt
-	@echo "Installing research-tool into $(VENV) with its dev, llm, browser and postgres extras, pinned by constraints.txt"
+	@echo "Installing research-tool into $(VENV) with its dev, llm, browser, postgres and redis extras, pinned by constraints.txt"
 	@echo "(first run, or pyproject.toml/constraints.txt changed): a minute or two; later runs start at once."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e '.[dev,llm,browser,postgres]'
+	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e '.[dev,llm,browser,postgres,redis]'
 	touch $(STAMP)
 	@echo "Installed into $(VENV)."
 

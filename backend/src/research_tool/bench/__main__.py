@@ -5,6 +5,8 @@ data dir (`<RESEARCH_DATA_DIR>/bench/results-<timestamp>.json`).
     python -m research_tool.bench --only scale         # 100 x 0.1 s, 300 x 1.0 s, 1,000 x 1.0 s (~12 min)
     python -m research_tool.bench --only scale --sizes 100,300 --delays 0.1,1.0   # every size at every delay
     python -m research_tool.bench --quick              # every benchmark at its smallest size
+    python -m research_tool.bench --only cluster       # API node + 1/2/4 workers on Postgres (~6 min; skipped
+                                                       # with the reason when Postgres is not reachable)
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from research_tool.bench.cluster import QUICK_CLUSTER, ClusterSizes, run_cluster
 from research_tool.bench.local_index import run_local_index
 from research_tool.bench.model_hang import run_model_hang
 from research_tool.bench.overhead import run_overhead
@@ -31,7 +34,17 @@ from research_tool.bench.storage import run_storage
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 
-BENCHMARKS = ("overhead", "scale", "rate_limits", "resume", "local_index", "splitter", "model_hang", "storage")
+BENCHMARKS = (
+    "overhead",
+    "scale",
+    "rate_limits",
+    "resume",
+    "local_index",
+    "splitter",
+    "model_hang",
+    "storage",
+    "cluster",
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,7 @@ class Sizes:
     storage_rss_sessions: int = 1000
     scifact_dir: Path | None = None
     profile_dir: Path | None = None  # scale: record the server with py-spy
+    cluster: ClusterSizes = field(default_factory=ClusterSizes)
 
 
 QUICK = Sizes(
@@ -69,6 +83,7 @@ QUICK = Sizes(
     model_hang_limit_s=4.0,
     storage_sessions=4,
     storage_rss_sessions=40,
+    cluster=QUICK_CLUSTER,
 )
 
 
@@ -101,6 +116,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             rss_sessions=sizes.storage_rss_sessions,
             rss_step=max(1, sizes.storage_rss_sessions // 20),
         ),
+        "cluster": lambda: run_cluster(workdir, sizes.cluster),
     }
 
 

@@ -65,8 +65,14 @@ PEAK_RSS_TARGET_MB = 1024
 THROUGHPUT_FRACTION_OF_CPU_BOUND = 0.8
 
 
-async def _start_all(
-    client: httpx.AsyncClient, base_url: str, n: int, max_iterations: int
+async def start_sessions(
+    client: httpx.AsyncClient,
+    base_url: str,
+    n: int,
+    max_iterations: int,
+    *,
+    providers: tuple[str, ...] = ("wikipedia",),
+    tier: str = "standard",
 ) -> tuple[list[str], list[float], list[str]]:
     """POST n starts together: (accepted session ids, latency of every answered POST, failures)."""
     latencies: list[float] = []
@@ -75,8 +81,8 @@ async def _start_all(
     async def start(i: int) -> str | None:
         body = {
             "query": QUESTIONS[i % len(QUESTIONS)],
-            "tier": "standard",
-            "providers": ["wikipedia"],
+            "tier": tier,
+            "providers": list(providers),
             "fetch": False,
             "clarify": False,
             "max_iterations": max_iterations,
@@ -98,7 +104,7 @@ async def _start_all(
     return [sid for sid in ids if sid], latencies, failures
 
 
-async def _final_records(client: httpx.AsyncClient, base_url: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+async def final_records(client: httpx.AsyncClient, base_url: str, ids: list[str]) -> dict[str, dict[str, Any]]:
     records: dict[str, dict[str, Any]] = {}
     for sid in ids:
         response = await client.get(f"{base_url}/api/research/{sid}/status")
@@ -147,7 +153,7 @@ async def _measure(
     idle_rss = server.sample_rss() or 0
     cpu_before = tree_cpu_seconds(server.pid)
     began = time.time()
-    ids, start_latencies, start_failures = await _start_all(client, server.base_url, n, max_iterations)
+    ids, start_latencies, start_failures = await start_sessions(client, server.base_url, n, max_iterations)
     watches = [SessionWatch(sid) for sid in ids]
     stop = asyncio.Event()
     poller = StatusPoller(client, server.base_url, STATUS_POLLS_PER_S)
@@ -166,10 +172,10 @@ async def _measure(
     await asyncio.gather(*background)
     cpu_after = tree_cpu_seconds(server.pid)
     peak_tree_kb = max(tree_peak[0], tree_peak_rss_kb(server.pid))
-    records = await _final_records(client, server.base_url, ids)
+    records = await final_records(client, server.base_url, ids)
     max_running = max((s[2] for s in sampler.samples), default=0)
     metrics_text = (await client.get(f"{server.base_url}/metrics")).text
-    server_max_running = _gauge(metrics_text, "research_sessions_max_running_seen")
+    server_max_running = gauge(metrics_text, "research_sessions_max_running_seen")
     storage = storage_per_session(env.data_dir, ids)
 
     completed = [
@@ -220,7 +226,7 @@ async def _measure(
     }
 
 
-def _gauge(text: str, name: str) -> float | None:
+def gauge(text: str, name: str) -> float | None:
     for line in text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])

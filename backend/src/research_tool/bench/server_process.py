@@ -142,3 +142,58 @@ async def uvicorn_server(env: dict[str, str], workdir: Path, client: httpx.Async
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
         await asyncio.to_thread(process.wait, 30)
+
+
+def research_tool_command(*args: str) -> list[str]:
+    """The `research-tool` CLI of this interpreter (the package being measured, not one on PATH)."""
+    return [sys.executable, "-m", "research_tool", *args]
+
+
+@asynccontextmanager
+async def cli_api_node(
+    env: dict[str, str], workdir: Path, client: httpx.AsyncClient, *, worker: bool = False
+) -> AsyncIterator[ServerProcess]:
+    """`research-tool serve [--no-worker]` on a free loopback port (uvicorn, one process), once /healthz answers;
+    SIGKILLed on exit if it still runs."""
+    port = free_port()
+    args = ["serve", "--host", "127.0.0.1", "--port", str(port)] + ([] if worker else ["--no-worker"])
+    started = time.time()
+    process = await asyncio.to_thread(
+        _spawn, research_tool_command(*args), env, workdir, workdir / f"api-{port}.stderr"
+    )
+    server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=workdir / f"api-{port}.stderr")
+    try:
+        await wait_healthy(server, client)
+        yield server
+    finally:
+        await asyncio.to_thread(_kill_and_wait, process)
+
+
+async def start_cli_worker(env: dict[str, str], workdir: Path, name: str, ready_text: str) -> ServerProcess:
+    """`research-tool worker` (no HTTP: `port` is 0), returned once its stderr shows `ready_text`; the caller
+    kills it (`ServerProcess.kill`, or `stop_processes`)."""
+    stderr_path = workdir / f"{name}.stderr"
+    started = time.time()
+    process = await asyncio.to_thread(_spawn, research_tool_command("worker"), env, workdir, stderr_path)
+    worker = ServerProcess(process=process, port=0, started_wall=started, stderr_path=stderr_path)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while ready_text not in worker.stderr_tail(100_000):
+        if process.poll() is not None:
+            raise ServerStartError(f"the worker exited with {process.returncode}: {worker.stderr_tail()}")
+        if time.monotonic() > deadline:
+            await asyncio.to_thread(_kill_and_wait, process)
+            raise ServerStartError(f"the worker did not start within {START_TIMEOUT_S:.0f} s: {worker.stderr_tail()}")
+        await asyncio.sleep(0.05)
+    worker.healthy_wall = time.time()
+    return worker
+
+
+def _kill_and_wait(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+async def stop_processes(processes: list[ServerProcess]) -> None:
+    """SIGKILL every process still running and reap them all."""
+    await asyncio.gather(*(asyncio.to_thread(_kill_and_wait, p.process) for p in processes))

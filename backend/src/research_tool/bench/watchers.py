@@ -36,6 +36,7 @@ class SessionWatch:
     session_id: str
     connected_at: float | None = None  # time.time() when the handshake finished
     seqs: list[int] = field(default_factory=list)
+    stamps: list[float] = field(default_factory=list)  # each event's `ts` (epoch seconds), in seq order
     lags_s: list[float] = field(default_factory=list)  # live events only (ts after the connection)
     started_at: float | None = None  # ts of the first session_started
     finished_at: float | None = None  # ts of the final event
@@ -64,6 +65,7 @@ async def watch_session(ws_base: str, watch: SessionWatch, timeout_s: float) -> 
                     event: dict[str, Any] = json.loads(raw)
                     ts = event_epoch(event["ts"])
                     watch.seqs.append(int(event["seq"]))
+                    watch.stamps.append(ts)
                     if ts >= watch.connected_at:
                         watch.lags_s.append(received - ts)
                     if event["type"] == "session_started" and watch.started_at is None:

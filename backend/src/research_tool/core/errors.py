@@ -125,6 +125,14 @@ class FetchRefusedError(ProviderError):
     error_type = "fetch_refused"
 
 
+class SharedLimitsUnavailableError(ResearchToolError):
+    """The Redis that shares the providers' limits across processes did not answer: the caller falls back to
+    its process's own limiter and breaker (never surfaced to a session)."""
+
+    error_type = "shared_limits_unavailable"
+    retryable = True
+
+
 # --- engines ----------------------------------------------------------------------------------
 
 

@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     search_concurrency: int = Field(default=8, ge=1, le=64)
     # Requests of one provider endpoint in flight at once, process-wide; the rest wait at the endpoint's gate.
     provider_max_in_flight: int = Field(default=64, ge=1, le=1024)
+    # Each provider's rate limit and circuit breaker shared by every process through this Redis (None: per
+    # process, in memory). Keys start with `redis_prefix`, so deployments (or test runs) on one Redis stay apart.
+    redis_url: str | None = Field(default=None, pattern=r"^(redis|rediss|unix)://")
+    redis_prefix: str = Field(default="research-tool", min_length=1, max_length=100)
 
     # Server.
     # Sessions running at once; the rest wait in the queue (RESEARCH_MAX_QUEUED_SESSIONS), and a start beyond

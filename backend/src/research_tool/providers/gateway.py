@@ -1,7 +1,8 @@
 """Every provider call goes through the gateway: rate limit, retries, circuit breaker, deadline.
 
 The gateway's breakers and the providers' rate limiters are process-wide (CIRCUIT_BREAKERS,
-RATE_LIMITERS), so all sessions share each provider's limiter and breaker. A call never raises for a
+RATE_LIMITERS), so all sessions share each provider's limiter and breaker; with RESEARCH_REDIS_URL, all
+processes do (resilience/shared_limits.py). A call never raises for a
 provider failure: it returns a SearchOutcome whose `failure` says what went wrong, so a failing
 provider degrades a session but never crashes it. Cancellation (a user's stop) still propagates.
 
@@ -150,16 +151,17 @@ class SearchGateway:
         filters: dict[str, Any] | None,
         deadline: float,
     ) -> list[SourceResult]:
-        if not breaker.allow():
-            raise CircuitOpenError(
-                provider.name, f"circuit open after repeated failures; retry in {breaker.retry_in():.0f} s"
-            )
         paused_until = provider_limiter(provider).paused_until
         if paused_until >= deadline:
             raise RateLimitError(
                 provider.name,
                 "rate-limited by the provider until after the session deadline",
                 retry_after=paused_until - time.monotonic(),
+            )
+        # after the pause check: a half-open probe taken here is always released or settled below
+        if not await breaker.admit():
+            raise CircuitOpenError(
+                provider.name, f"circuit open after repeated failures; retry in {breaker.retry_in():.0f} s"
             )
         remaining = deadline - time.monotonic()
         settled = False  # the breaker was told how the call went
@@ -170,13 +172,13 @@ class SearchGateway:
             # Cut off by the session's deadline (maybe while waiting for the rate limiter): not the provider's fault.
             raise ProviderTimeoutError(provider.name, "session deadline reached") from None
         except BREAKER_FAILURES:
-            breaker.record_failure()
+            await breaker.failed()
             settled = True
             raise
         except RateLimitError:
             raise
         except ProviderError:
-            breaker.record_success()  # it answered: the provider is up, the request was refused
+            await breaker.succeeded()  # it answered: the provider is up, the request was refused
             settled = True
             raise
         except Exception as exc:
@@ -187,8 +189,8 @@ class SearchGateway:
                 # Whatever ended the call without a verdict (a deadline, a 429, an unreadable answer, or a
                 # cancellation by a stop or a deadline), a half-open probe must not stay in flight: the
                 # process-wide breaker would refuse this provider until the process restarts.
-                breaker.release_probe()
-        breaker.record_success()
+                breaker.probe_ended()
+        await breaker.succeeded()
         return results
 
     async def _remember(self, outcome: SearchOutcome, domain: str | None) -> None:

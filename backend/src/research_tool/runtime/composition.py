@@ -34,6 +34,7 @@ from research_tool.runtime.checkpoints import assert_prunable
 from research_tool.runtime.cluster.membership import cluster_leases, cluster_membership
 from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.runner import SessionRunner
+from research_tool.runtime.shared_limits import open_shared_limits
 from research_tool.runtime.stores import ContentStoreProtocol, EventLogProtocol, SessionStoreProtocol
 
 
@@ -74,7 +75,25 @@ async def open_research_services(
     `retention_sweeps`: apply RESEARCH_RETENTION_DAYS now and every hour while open (the server).
     `worker` (Postgres only): also claim and run sessions from the shared queue (`research-tool worker`,
     `serve` without --no-worker). On Postgres every process joins the cluster (runtime/cluster/): sessions run
-    under leases, and stops, answers and events of other processes reach it by LISTEN/NOTIFY."""
+    under leases, and stops, answers and events of other processes reach it by LISTEN/NOTIFY.
+    With RESEARCH_REDIS_URL, the providers' limits and breakers are shared with every process while open."""
+    async with (
+        open_shared_limits(settings),
+        _open_process_services(
+            settings, engine_factory=engine_factory, retention_sweeps=retention_sweeps, worker=worker
+        ) as services,
+    ):
+        yield services
+
+
+@asynccontextmanager
+async def _open_process_services(
+    settings: Settings,
+    *,
+    engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None,
+    retention_sweeps: bool,
+    worker: bool,
+) -> AsyncIterator[ResearchServices]:
     RATE_LIMITERS.max_in_flight = settings.provider_max_in_flight
     client = create_http_client(settings.provider_max_in_flight)
     try:

@@ -8,6 +8,11 @@ While half-open exactly one probe is in flight; other callers are refused as if 
 Written here rather than taken from pybreaker (its async support needs Tornado) or purgatory (a new
 dependency for ~60 lines); this one also takes an injectable clock and a configurable timeout so
 tests need not wait 60 s.
+
+Across processes (RESEARCH_REDIS_URL): the registry hands every breaker a `SharedLimits`, and the gateway's
+async steps (`admit`, `failed`, `succeeded`, `probe_ended`) then move one breaker kept in Redis for the whole
+cluster (one probe cluster-wide when half-open); this object mirrors its last answer (`state`, `retry_in`) and
+decides alone, from that mirror, while Redis is down (shared_limits.py).
 """
 
 from __future__ import annotations
@@ -16,8 +21,13 @@ import threading
 import time
 from collections.abc import Callable
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
+from research_tool.core.errors import SharedLimitsUnavailableError
 from research_tool.core.logging import get_logger
+
+if TYPE_CHECKING:
+    from research_tool.providers.resilience.shared_limits import BreakerReply, SharedLimits
 
 log = get_logger(__name__)
 
@@ -49,6 +59,8 @@ class CircuitBreaker:
         self._opened_at = 0.0
         self._probe_in_flight = False
         self._guard = threading.Lock()
+        # the cluster-wide breaker (None: this process alone), set by the registry
+        self.shared: SharedLimits | None = None
 
     @property
     def state(self) -> CircuitState:
@@ -109,6 +121,55 @@ class CircuitBreaker:
         with self._guard:
             self._probe_in_flight = False
 
+    # --- the gateway's steps: cluster-wide when shared, else the in-process ones above -------------------
+
+    async def admit(self) -> bool:
+        """`allow()` for the whole cluster: in half-open, one caller of all processes gets True."""
+        reply = await self._shared_step("admit")
+        return self.allow() if reply is None else reply.allowed
+
+    async def failed(self) -> None:
+        if await self._shared_step("failure") is None:
+            self.record_failure()
+
+    async def succeeded(self) -> None:
+        if await self._shared_step("success") is None:
+            self.record_success()
+
+    def probe_ended(self) -> None:
+        """`release_probe()` that needs no await (it runs in `finally` blocks of cancelled calls): the cluster's
+        probe is released in the background, and only while half-open, so a call admitted while closed does not
+        free another process's probe."""
+        shared = self.shared
+        if shared is not None and shared.available and self.state is CircuitState.HALF_OPEN:
+            shared.in_background(self._shared_step("release"), "release_probe")
+        self.release_probe()
+
+    async def _shared_step(self, op: str) -> BreakerReply | None:
+        """The cluster-wide breaker's answer to `op`, mirrored here; None without a cluster or while Redis is down."""
+        shared = self.shared
+        if shared is None or not shared.available:
+            return None
+        try:
+            reply = await shared.breaker_step(
+                self.name, op, threshold=self.failure_threshold, reset_timeout_s=self.reset_timeout_s
+            )
+        except SharedLimitsUnavailableError:
+            return None
+        self._mirror(reply)
+        return reply
+
+    def _mirror(self, reply: BreakerReply) -> None:
+        state = CircuitState(reply.state)
+        with self._guard:
+            if state is not self._state:
+                log.info("circuit_state_shared", breaker=self.name, state=str(state), was=str(self._state))
+            self._state = state
+            self._consecutive_failures = reply.consecutive_failures
+            self._probe_in_flight = False
+            if state is CircuitState.OPEN:
+                self._opened_at = self._clock() - max(0.0, self.reset_timeout_s - reply.retry_in_s)
+
 
 class CircuitBreakerRegistry:
     """One breaker per provider; the process-wide instance is shared by every session. `clock` (seconds,
@@ -126,6 +187,15 @@ class CircuitBreakerRegistry:
         self.clock = clock
         self._breakers: dict[str, CircuitBreaker] = {}
         self._guard = threading.Lock()
+        self.shared: SharedLimits | None = None
+
+    def share_through(self, shared: SharedLimits | None) -> None:
+        """Every breaker, existing and future, is one breaker for all processes through `shared`
+        (None: this process's own again)."""
+        with self._guard:
+            self.shared = shared
+            for breaker in self._breakers.values():
+                breaker.shared = shared
 
     def get(self, name: str) -> CircuitBreaker:
         with self._guard:
@@ -137,6 +207,7 @@ class CircuitBreakerRegistry:
                     reset_timeout_s=self.reset_timeout_s,
                     clock=self.clock,
                 )
+                breaker.shared = self.shared
             return breaker
 
     def states(self) -> dict[str, CircuitState]:
@@ -145,8 +216,10 @@ class CircuitBreakerRegistry:
         return {name: breaker.state for name, breaker in breakers.items()}
 
     def clear(self) -> None:
+        """Forget every breaker and the cluster link (a fresh registry, as tests start)."""
         with self._guard:
             self._breakers.clear()
+            self.shared = None
 
 
 CIRCUIT_BREAKERS = CircuitBreakerRegistry()

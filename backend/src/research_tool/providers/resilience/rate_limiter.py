@@ -15,6 +15,11 @@ asyncio.Semaphore: one deque entry each, woken one at a time) and not in httpx's
 bookkeeping walks every queued request on each change and, with hundreds queued, ran on the event loop
 for most of its time. The client's pool is sized so that what passes the gates never waits in it
 (`http_client.pool_limits`).
+
+Across processes (RESEARCH_REDIS_URL): the registry hands every limiter a `SharedLimits`; a request then also
+needs its turn in the cluster-wide spacing kept in Redis, and a pause is written there for every process
+(shared_limits.py). The in-process spacing and pause still hold first (they cost nothing and are the fallback
+while Redis is down); the in-flight gate stays per process.
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+from research_tool.core.errors import SharedLimitsUnavailableError
 from research_tool.core.logging import get_logger
 
 if TYPE_CHECKING:
     from research_tool.providers.base import SearchProvider
+    from research_tool.providers.resilience.shared_limits import SharedLimits
 
 log = get_logger(__name__)
 
@@ -39,6 +46,10 @@ MAX_PAUSE_S = 600.0
 # and bring two arrivals closer than the interval. A little slack on each interval absorbs that.
 SPACING_MARGIN_FRACTION = 0.02
 SPACING_MARGIN_MAX_S = 0.010
+# Across processes the grant-to-send delays differ more (each process's event loop has its own load: measured
+# 38 ms apart on a busy 2-core machine), so cluster-wide grants keep a wider margin.
+CLUSTER_SPACING_MARGIN_FRACTION = 0.05
+CLUSTER_SPACING_MARGIN_MAX_S = 0.050
 # Requests of one provider endpoint past its gate at once (RESEARCH_PROVIDER_MAX_IN_FLIGHT sets the process's).
 DEFAULT_MAX_IN_FLIGHT = 64
 
@@ -49,6 +60,7 @@ class RateLimiter:
     def __init__(self, name: str, rate: float, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.name = name
         self._interval = 0.0
+        self._cluster_interval = 0.0
         self.set_rate(rate)
         self.max_in_flight = max(1, max_in_flight)
         self._last_start = float("-inf")
@@ -57,6 +69,10 @@ class RateLimiter:
         self._gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._guard = threading.Lock()
         self.in_flight = 0
+        # the cluster-wide spacing and pauses (None: this process alone), set by the registry
+        self.shared: SharedLimits | None = None
+        # Redis's clock (epoch seconds) at this process's latest cluster-wide grant (None before one)
+        self.cluster_granted_at: float | None = None
 
     @property
     def interval(self) -> float:
@@ -66,6 +82,14 @@ class RateLimiter:
         """`rate` requests per second; 0 or less means unlimited."""
         interval = 1.0 / rate if rate > 0 else 0.0
         self._interval = interval + min(SPACING_MARGIN_FRACTION * interval, SPACING_MARGIN_MAX_S)
+        self._cluster_interval = interval + min(
+            CLUSTER_SPACING_MARGIN_FRACTION * interval, CLUSTER_SPACING_MARGIN_MAX_S
+        )
+
+    @property
+    def cluster_interval(self) -> float:
+        """Spacing of the cluster-wide grants (RESEARCH_REDIS_URL): the interval with the wider margin."""
+        return self._cluster_interval
 
     @property
     def last_granted_at(self) -> float:
@@ -80,10 +104,17 @@ class RateLimiter:
     def pause(self, seconds: float, *, reason: str = "rate_limited") -> None:
         """Hold every caller's next request for `seconds` (capped at MAX_PAUSE_S)."""
         seconds = min(max(seconds, 0.0), MAX_PAUSE_S)
-        until = time.monotonic() + seconds
-        if until > self._paused_until:
-            self._paused_until = until
+        if self._hold_until(time.monotonic() + seconds):
             log.info("rate_limiter_paused", limiter=self.name, seconds=round(seconds, 3), reason=reason)
+        shared = self.shared
+        if shared is not None and shared.available:
+            shared.in_background(shared.pause(self.name, seconds), "pause")
+
+    def _hold_until(self, until: float) -> bool:
+        if until <= self._paused_until:
+            return False
+        self._paused_until = until
+        return True
 
     def _lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -123,10 +154,31 @@ class RateLimiter:
                 now = time.monotonic()
                 ready_at = max(self._last_start + self._interval, self._paused_until)
                 if ready_at <= now:
-                    self._last_start = now
-                    return
+                    wait = await self._cluster_wait()
+                    if wait <= 0.0:
+                        self._last_start = time.monotonic()
+                        return
+                    ready_at = now + wait
                 # re-checked after the sleep: a pause may have arrived meanwhile
                 await asyncio.sleep(ready_at - now)
+
+    async def _cluster_wait(self) -> float:
+        """0 when the cluster-wide spacing grants this process its turn now (or there is no cluster, or Redis is
+        down: the in-process spacing then decides alone); else the seconds to wait before asking again."""
+        shared = self.shared
+        if shared is None or not shared.available:
+            return 0.0
+        try:
+            reply = await shared.take_turn(self.name, self._cluster_interval)
+        except SharedLimitsUnavailableError:
+            return 0.0
+        if reply.paused_for_s > 0:
+            # another process's 429: the gateway's "paused past the deadline" check sees it too
+            self._hold_until(time.monotonic() + reply.paused_for_s)
+        if not reply.granted:
+            return reply.wait_s
+        self.cluster_granted_at = reply.redis_time
+        return 0.0
 
 
 class RateLimiterRegistry:
@@ -136,6 +188,15 @@ class RateLimiterRegistry:
         self._limiters: dict[str, RateLimiter] = {}
         self._guard = threading.Lock()
         self.max_in_flight = DEFAULT_MAX_IN_FLIGHT  # for limiters created from now on
+        self.shared: SharedLimits | None = None
+
+    def share_through(self, shared: SharedLimits | None) -> None:
+        """Every limiter, existing and future, keeps its spacing with all processes through `shared`
+        (None: this process alone again)."""
+        with self._guard:
+            self.shared = shared
+            for limiter in self._limiters.values():
+                limiter.shared = shared
 
     def get(self, key: str, rate: float) -> RateLimiter:
         """The limiter for `key`, created on first use; its rate follows the latest configuration."""
@@ -143,13 +204,16 @@ class RateLimiterRegistry:
             limiter = self._limiters.get(key)
             if limiter is None:
                 limiter = self._limiters[key] = RateLimiter(key, rate, self.max_in_flight)
+                limiter.shared = self.shared
             else:
                 limiter.set_rate(rate)
             return limiter
 
     def clear(self) -> None:
+        """Forget every limiter and the cluster link (a fresh registry, as tests start)."""
         with self._guard:
             self._limiters.clear()
+            self.shared = None
 
 
 # The process-wide registry every provider, the gateway and the crawler use.
