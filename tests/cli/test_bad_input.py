@@ -62,3 +62,34 @@ def test_real_process_exit_code_and_single_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["research-tool: error: invalid query: the question is empty"]
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "missing", "expected"),
+    [
+        ("RESEARCH_REDIS_URL", "redis://127.0.0.1:1/0", "redis", "RESEARCH_REDIS_URL needs the 'redis' extra"),
+        (
+            "RESEARCH_DATABASE_URL",
+            "postgresql://127.0.0.1:1/x",
+            "psycopg",
+            "RESEARCH_DATABASE_URL needs the 'postgres'",
+        ),
+    ],
+)
+def test_serve_without_the_extra_its_setting_needs_is_one_line(
+    variable: str,
+    value: str,
+    missing: str,
+    expected: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from research_tool.core import extras
+
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(extras, "module_installed", lambda module: module.split(".")[0] != missing)
+    code = main(["serve", "--port", "1"])  # refused before any server starts: nothing listens on port 1
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert expected in err
+    assert len(err.splitlines()) == 1, err

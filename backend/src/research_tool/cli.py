@@ -766,8 +766,14 @@ CLUSTER_ONLY = "needs RESEARCH_DATABASE_URL (a postgresql:// URL): sessions are 
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.core.extras import require_postgres_extra
     from research_tool.runtime.http_server import run_server
+    from research_tool.runtime.shared_limits import check_shared_limits_settings
 
+    # A missing extra is one line of bad input here, not a traceback from inside the app's startup.
+    if settings.database_url:
+        require_postgres_extra()
+    check_shared_limits_settings(settings)
     if args.no_worker:
         if not settings.database_url:
             stderr.print(Text(f"research-tool: error: serve --no-worker {CLUSTER_ONLY}"))
@@ -852,9 +858,9 @@ def _main(argv: Sequence[str] | None) -> int:
         stderr.print(Text(f"research-tool: error: configuration: {validation_message(exc)}"))
         return EXIT_BAD_INPUT
     configure_logging(settings.log_format, os.environ.get("RESEARCH_LOG_LEVEL", "WARNING"))
-    if args.command == "serve":
-        return cmd_serve(args, settings)
     try:
+        if args.command == "serve":
+            return cmd_serve(args, settings)
         return asyncio.run(COMMANDS[args.command](args, settings))
     except (CliError, BadInputError, SessionNotFoundError, SessionStateError) as exc:
         stderr.print(Text(f"research-tool: error: {exc}"))
