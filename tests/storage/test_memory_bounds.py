@@ -43,7 +43,7 @@ async def test_finished_sessions_leave_nothing_in_the_session_cache_or_sequence_
         assert not set(ids) & set(services.store._cache), "finished sessions are read from SQLite"
         assert not set(ids) & set(services.events._next_seq), "a finished log's next seq is read again if needed"
         assert not services.runner._live and not services.runner.admission._waiting
-        assert not services.events._subscribers
+        assert not services.events._fanout.following(), "no follower of a finished session stays subscribed"
         if trim_available():  # what the sessions freed went back to the OS once they had left their slots
             await eventually(lambda: _trimmed(services.runner.heap))
         # Still correct after forgetting: a late event continues the sequence with no gap.
