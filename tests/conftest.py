@@ -3,6 +3,7 @@ developer's environment (keys, tokens, model or provider endpoints) reaches the 
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -48,3 +49,11 @@ def isolated_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_process_state()
     yield
     reset_process_state()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started as a background job of a non-interactive shell (`make test &`) inherits SIGINT ignored,
+    and every process it starts would too: the tests that press Ctrl-C on a CLI process would then see it
+    ignored. A handled SIGINT here resets to the default in each child at exec."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
