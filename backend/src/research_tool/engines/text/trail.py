@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from research_tool.engines.base import ReflectionContext, ReflectionOutcome
 from research_tool.engines.text.entities import clean_title, find_mentions
+from research_tool.engines.text.howto_queries import action_pairs
 from research_tool.engines.text.keyphrases import build_query, keyphrases, query_signature, query_words
 from research_tool.engines.text.slots import Slot, SlotReport, evaluate_slots
 from research_tool.engines.text.tokens import stem, stem_set
@@ -78,6 +79,8 @@ def reflect(context: ReflectionContext, model: str = "offline") -> ReflectionOut
     proposals = _Proposals(context.queries_run, context.max_queries)
     trail = dict(context.trail)
 
+    for pair in action_pairs(context.query):  # a how-to question's action pairs the plan had no room for
+        proposals.add(pair, "facet")
     candidates = trail_candidates(context, report, sources)
     trail_share = max(1, (context.max_queries * 3 + 4) // 5)
     residual_base = _residual_words(context.query)

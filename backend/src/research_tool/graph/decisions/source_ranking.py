@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from research_tool.engines.text.answering import API_TITLE_MIN_MATCH, api_title_match
+from research_tool.engines.text.howto_queries import is_howto
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Fact
 
@@ -36,6 +37,14 @@ def query_weight(query: str, question_stems: frozenset[str]) -> float:
     if not stems or not question_stems:
         return 0.0
     return len(stems & question_stems) / len(stems) * min(1.0, len(stems & question_stems) / 2)
+
+
+def howto_query_weight(query: str, question_stems: frozenset[str]) -> float:
+    """A how-to question's query also weighs by the share of the question it covers: its action-pair
+    queries ("log file") widen the search, and what they alone find ranks below what the whole question finds."""
+    if not question_stems:
+        return 0.0
+    return query_weight(query, question_stems) * len(stem_set(query) & question_stems) / len(question_stems)
 
 
 def _title_key(title: str) -> str:
@@ -79,8 +88,9 @@ def rank_sources(
             api_match[url] = match
             fact_bonus.setdefault(url, 0.0)
     score = dict.fromkeys(fact_bonus, 0.0)
+    weigh = howto_query_weight if is_howto(question) else query_weight
     for call in provider_calls:
-        weight = query_weight(str(call.get("query", "")), question_stems)
+        weight = weigh(str(call.get("query", "")), question_stems)
         for rank, url in enumerate(call.get("urls", []), start=1):
             if url in score:
                 score[url] += weight / (RRF_K + rank)
