@@ -79,8 +79,6 @@ def reflect(context: ReflectionContext, model: str = "offline") -> ReflectionOut
     proposals = _Proposals(context.queries_run, context.max_queries)
     trail = dict(context.trail)
 
-    for pair in action_pairs(context.query):  # a how-to question's action pairs the plan had no room for
-        proposals.add(pair, "facet")
     candidates = trail_candidates(context, report, sources)
     trail_share = max(1, (context.max_queries * 3 + 4) // 5)
     residual_base = _residual_words(context.query)
