@@ -34,6 +34,7 @@ from typing import Literal
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.entities import clean_title, find_mentions
 from research_tool.engines.text.facts import clean_statement, is_declarative
+from research_tool.engines.text.howto_queries import actions
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
@@ -657,6 +658,7 @@ def _stop(token: str) -> bool:
 MIN_IDENTIFIER_PART = 3  # "csv", "log", "dict": shorter parts ("re", "os") match nothing on their own
 API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name covers this much of the question
 API_PROSE_SHARE = 0.25  # how-to: the lesser of a page's name match and its best sentence counts this much
+ACTION_NAME_BONUS = 0.3  # how-to: an API whose own name (its last part) is the action the question asks for
 _API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
 
 
@@ -698,6 +700,14 @@ def api_title_match(question: str, title: str) -> float:
     return sum(intent.weights[k] for k in found) / sum(intent.weights.values())
 
 
+def action_name_bonus(intent: QuestionIntent, name: str) -> float:
+    """How-to: a bonus for an API named for the question's action ("split a command string" -> `shlex.split`,
+    "write rows to a CSV file" -> `csv.writer`), judged on the name's last part, the function itself."""
+    verbs = {stem(v) for v in actions(intent.text)}
+    last = name.rsplit(".", 1)[-1]
+    return ACTION_NAME_BONUS if verbs and identifier_matched(verbs, last) else 0.0
+
+
 def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
     """Lead with the call signature of the page that best covers the question, then one sentence per aspect."""
     weights = _idf_weights(intent, pool)
@@ -718,7 +728,7 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
         if doc.signature is not None:  # its parameters name what it does too ("default_factory")
             named |= matched(weights, doc.signature.stems)
         title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
-        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior
+        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior + action_name_bonus(intent, name)
 
     with_signature = [d for d in docs if d.signature is not None]
     chosen: list[Candidate] = []

@@ -49,6 +49,20 @@ def _opens_with(part: str, word: str) -> bool:
     return bool(first) and first[0] == word
 
 
+def actions(question: str) -> list[str]:
+    """The verbs a how-to question asks to perform, one per part ("match ... and extract ..." -> match,
+    extract); a part opening with a word the question words set aside ("get", "find") has none."""
+    if not is_howto(question):
+        return []
+    body = HOWTO_RE.sub("", " ".join(question.split())).strip(" ?.!")
+    out: list[str] = []
+    for part in _PART_SPLIT_RE.split(body):
+        runs = _runs(part)
+        if runs and _opens_with(part, runs[0][0]):
+            out.append(runs[0][0])
+    return out
+
+
 def action_pairs(question: str) -> list[str]:
     """For a how-to question, its action paired with each run of words it acts on, the question's parts
     interleaved ("match a string against a regular expression and extract groups" -> "match string",
