@@ -147,6 +147,8 @@ def classify_question(question: str) -> QuestionIntent:
     name_stems: set[str] = set()
     for name in names:
         for key in content_stems(name):
+            if answer_type == "howto" and key == "python":
+                continue  # "in a Python program": the language, named or not, names no API
             weights[key] = NAME_WEIGHT
             name_stems.add(key)
     aspects = _aspects(text, weights) if answer_type == "howto" else (frozenset(weights),)
@@ -700,12 +702,16 @@ def api_title_match(question: str, title: str) -> float:
     return sum(intent.weights[k] for k in found) / sum(intent.weights.values())
 
 
-def action_name_bonus(intent: QuestionIntent, name: str) -> float:
+def action_name_bonus(intent: QuestionIntent, name: str, said: frozenset[str]) -> float:
     """How-to: a bonus for an API named for the question's action ("split a command string" -> `shlex.split`,
-    "write rows to a CSV file" -> `csv.writer`), judged on the name's last part, the function itself."""
+    "write rows to a CSV file" -> `csv.writer`), judged on the name's last part, the function itself, when
+    its page (`said`: its name's and sentences' stems) also names something the action is done to."""
     verbs = {stem(v) for v in actions(intent.text)}
     last = name.rsplit(".", 1)[-1]
-    return ACTION_NAME_BONUS if verbs and identifier_matched(verbs, last) else 0.0
+    if not verbs or not identifier_matched(verbs, last):
+        return 0.0
+    objects = [k for k in intent.weights if k not in verbs]
+    return ACTION_NAME_BONUS if matched(objects, said) or identifier_matched(objects, name) else 0.0
 
 
 def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
@@ -728,7 +734,8 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
         if doc.signature is not None:  # its parameters name what it does too ("default_factory")
             named |= matched(weights, doc.signature.stems)
         title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
-        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior + action_name_bonus(intent, name)
+        said = frozenset().union(*(c.stems for c in doc.candidates))
+        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior + action_name_bonus(intent, name, said)
 
     with_signature = [d for d in docs if d.signature is not None]
     chosen: list[Candidate] = []
