@@ -14,6 +14,7 @@ list, which yields no facts, yet it is the page the answer should lead with.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,6 +28,7 @@ RRF_K = 3.0
 FACT_BONUS = 0.05
 LINK_SHARE = 0.6  # part of a top source's score passed to each source it names
 LINK_FROM_TOP = 3  # how many of the best sources pass score on
+NAMED_SHARE = 0.5  # a page the question names by its title competes with this share of the best score
 MIN_TITLE_CHARS = 4
 PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 
@@ -48,7 +50,18 @@ def howto_query_weight(query: str, question_stems: frozenset[str]) -> float:
 
 
 def _title_key(title: str) -> str:
-    return " ".join(PARENTHETICAL.sub("", title).casefold().split())
+    return " ".join(PARENTHETICAL.sub("", html.unescape(title)).casefold().split())
+
+
+def named_in_question(question: str, title: str) -> bool:
+    """The question names the page: its title (without a parenthetical qualifier) as whole words ("Who
+    founded Tolt Harbour?" names "Tolt Harbour (port)"). A bridge question names its first hop so; the many
+    follow-up queries of a long session would otherwise outvote that page with pages they keep meeting."""
+    key = _title_key(title)
+    if len(key) < MIN_TITLE_CHARS:
+        return False
+    text = " ".join(html.unescape(question).casefold().split())
+    return re.search(rf"(?<!\w){re.escape(key)}(?!\w)", text) is not None
 
 
 def propagate_links(score: dict[str, float], sources: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
@@ -98,6 +111,9 @@ def rank_sources(
     best = max(total.values(), default=0.0)
     for url, match in api_match.items():
         total[url] += match * best  # the page of the API the question spells out competes with the best
+    for url in total:
+        if named_in_question(question, str((sources or {}).get(url, {}).get("title") or "")):
+            total[url] += NAMED_SHARE * best
     if sources is not None:
         total = propagate_links(total, sources)
     return sorted(total, key=lambda u: (-total[u], u))[:limit]
