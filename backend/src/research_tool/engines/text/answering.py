@@ -742,7 +742,9 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
     lead_doc = max(with_signature, key=doc_score) if with_signature else None
     if lead_doc is not None and lead_doc.signature is not None and doc_score(lead_doc) >= 0.3:
         chosen.append(lead_doc.signature)
-    covered: set[str] = set()  # by prose sentences (a signature names parameters; it explains nothing)
+    # by prose sentences (a signature names parameters; it explains nothing), and by the leading API's own
+    # name: the next sentence need not say again what the name says (`log_message` for "log messages")
+    covered: set[str] = set(_said_by_name(intent, chosen[0], lead_doc)) if chosen else set()
     pending = [set(a) for a in intent.aspects]
     while pending and len(chosen) < MAX_ANSWER_SENTENCES:
         # the next unfilled aspect: what no chosen prose sentence has covered yet
@@ -766,6 +768,10 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             continue
         chosen.append(best)
         covered |= best.stems
+    if len(chosen) == 1 and chosen[0].signature and lead_doc is not None:
+        # its name said it all: the page's own best sentence explains the call
+        own = max((c for c in pool if c.n == lead_doc.n and not c.signature), key=lambda c: c.score, default=None)
+        chosen += [own] if own is not None else []
     if not chosen:
         ranked = sorted(pool, key=lambda c: -c.score)
         return AnswerSelection([], None, False, closest=ranked[:2])
@@ -780,6 +786,12 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
     if not answered:
         return AnswerSelection([], None, False, closest=chosen[:2])
     return AnswerSelection(chosen, api, True)
+
+
+def _said_by_name(intent: QuestionIntent, lead: Candidate, doc: SourceDoc | None) -> frozenset[str]:
+    """The question terms the leading API's name spells ("logkit.log_message" -> log, message)."""
+    name = api_name(doc.title) if lead.signature and doc is not None else None
+    return identifier_matched(intent.weights, name) if name else frozenset()
 
 
 def _api_name(lead: Candidate, doc: SourceDoc | None, intent: QuestionIntent | None = None) -> str | None:
