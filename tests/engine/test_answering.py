@@ -263,3 +263,22 @@ def test_an_api_named_for_the_action_alone_gets_no_bonus() -> None:
 def test_a_how_to_question_never_weighs_the_language_as_an_api_term() -> None:
     assert "python" not in classify_question("How do I stop a Python program cleanly?").weights
     assert "python" in classify_question("Who designed Python?").weights
+
+
+def test_after_the_leading_call_the_next_sentence_says_what_its_name_does_not() -> None:
+    sources = [
+        page(
+            1,
+            "ovenkit.bake_bread — Bake bread.",
+            "ovenkit.bake_bread — Bake bread.\n\novenkit.bake_bread(dough, minutes=40)\n\nBake bread.",
+        ),
+        page(
+            2,
+            "ovenkit.SteamTray — A tray that keeps steam in the oven while the loaf rises.",
+            "ovenkit.SteamTray — A tray that keeps steam in the oven while the loaf rises.\n\n"
+            "ovenkit.SteamTray(volume)\n\nA tray that keeps steam in the oven while the loaf rises.",
+        ),
+    ]
+    selection = select_answer("How do I bake bread with steam?", sources)
+    assert selection.sentences[0].statement == "ovenkit.bake_bread(dough, minutes=40)"
+    assert selection.sentences[1].n == 2  # "bake bread" is said by the name; steam is what is left

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from research_tool.engines.text.tokens import stem_set
-from research_tool.graph.decisions.source_ranking import howto_query_weight, propagate_links, query_weight, rank_sources
+from research_tool.graph.decisions.source_ranking import (
+    howto_query_weight,
+    named_in_question,
+    propagate_links,
+    query_weight,
+    rank_sources,
+)
 from research_tool.models.entities import Evidence, Fact
 
 
@@ -48,3 +54,22 @@ def test_a_how_to_question_ranks_what_its_whole_words_find_above_what_a_pair_alo
     stems = stem_set("How do I bake bread in an oven with steam?")
     assert query_weight("bake oven", stems) == query_weight("bake bread oven steam", stems) == 1.0
     assert howto_query_weight("bake oven", stems) == 0.5
+
+
+def test_a_page_the_question_names_by_title_is_not_outvoted_by_pages_many_queries_meet() -> None:
+    sources = {
+        "named": {"title": "Tolt Harbour (port)", "full_content": "Tolt Harbour is a port."},
+        "busy": {"title": "Varn hills", "full_content": "Low hills."},
+        "amp": {"title": "Salt &amp; Pepper", "full_content": "A duo."},
+    }
+    facts = [
+        Fact(id=f"f{u}", statement=f"Notes {u}.", evidence=[Evidence(source_url=u, quote=f"Notes {u}.")])
+        for u in sources
+    ]
+    # the busy page is met by every follow-up query; the named page by one
+    calls = [{"query": f"founded hills {i}", "urls": ["busy"]} for i in range(6)]
+    calls.append({"query": "founded Tolt Harbour", "urls": ["amp", "named"]})
+    chosen = rank_sources("Who founded Tolt Harbour?", calls, facts, 3, sources)
+    assert chosen[0] == "named"
+    assert named_in_question("Did Salt & Pepper found Tolt Harbour?", "Salt &amp; Pepper")
+    assert not named_in_question("Who founded Tolt Harbours Trust?", "Tolt Harbour")  # whole words only
