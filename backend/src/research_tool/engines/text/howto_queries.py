@@ -24,7 +24,7 @@ MAX_RUN_WORDS = 3
 
 
 def is_howto(question: str) -> bool:
-    """"How do I ...?" / "How to ...?": a question asking for a procedure."""
+    """ "How do I ...?" / "How to ...?": a question asking for a procedure."""
     return HOWTO_RE.match(question) is not None
 
 
@@ -80,7 +80,7 @@ def action_pairs(question: str) -> list[str]:
             objects = ([first_objects] if first_objects else []) + runs[1:]
         else:  # a generic verb ("get", "find") opens the part: its first run of words is what it is about
             head = " ".join(runs[0][:MAX_RUN_WORDS])
-            objects = [runs[0]] + runs[1:] if len(runs) == 1 else runs[1:]
+            objects = runs if len(runs) == 1 else runs[1:]
         pairs = [build_query(head, " ".join(run[:MAX_RUN_WORDS]), max_words=MAX_RUN_WORDS + 1) for run in objects]
         per_part.append([p for p in pairs if len(p.split()) >= 2])
     out: list[str] = []

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from research_tool.engines.base import ReflectionContext, ReflectionOutcome
 from research_tool.engines.text.entities import clean_title, find_mentions
-from research_tool.engines.text.howto_queries import action_pairs
 from research_tool.engines.text.keyphrases import build_query, keyphrases, query_signature, query_words
 from research_tool.engines.text.slots import Slot, SlotReport, evaluate_slots
 from research_tool.engines.text.tokens import stem, stem_set

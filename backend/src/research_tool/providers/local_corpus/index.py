@@ -337,7 +337,9 @@ class CorpusIndex:
         if holders:
             return int(max(holders)[1])
         cid = int(conn.execute("INSERT INTO collections (root) VALUES (?)", (root,)).lastrowid or 0)
-        conn.execute(f"CREATE VIRTUAL TABLE {_fts_table(cid)} USING fts5(title, body, names, tokenize='porter unicode61')")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {_fts_table(cid)} USING fts5(title, body, names, tokenize='porter unicode61')"
+        )
         return cid
 
     def _known_files(self, conn: sqlite3.Connection, root: Path) -> list[_FileRow]:
