@@ -61,7 +61,7 @@ _COMMIT_EVERY_DOCS = 5_000
 _OPTIMIZE_AFTER_DOCS = 1_000
 
 _TOKEN = re.compile(r"[^\W_]+")
-_COMPOUND = re.compile(r"[^\W_]*(?:[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z])[^\W_]*")  # "DictReader", "sha256"
+_COMPOUND = re.compile(r"[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")  # a word of parts: "DictReader", "sha256"
 _COMPOUND_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
@@ -70,10 +70,9 @@ def name_parts(title: str) -> str:
     "Dict Reader", "hashlib.sha256" -> "sha 256". Indexed in their own column, so "read into dictionaries"
     meets `DictReader` and "SHA-256" meets `sha256`; a title of plain words has none."""
     parts: list[str] = []
-    for word in _COMPOUND.findall(title):
-        pieces = _COMPOUND_PART.findall(word)
-        if len(pieces) > 1:
-            parts += pieces
+    for word in _TOKEN.findall(title):
+        if _COMPOUND.search(word):
+            parts += _COMPOUND_PART.findall(word)
     return " ".join(parts)
 
 
