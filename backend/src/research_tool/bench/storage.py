@@ -69,8 +69,7 @@ PROBE_TIMEOUT_S = 60.0
 SESSION_TIMEOUT_S = 120.0
 # The memory part's pages are short: a session still goes through every per-session structure of the server
 # (admission, runner, event log and fan-out, checkpoints, content store, export) with a seventh of the text
-# to read (a simple-tier session took about 4 s at 8 at a time instead of 10-18 s, load 15), so a thousand
-# of them fit in minutes on a shared machine.
+# to read, so a thousand of them fit in minutes on a shared machine.
 MEMORY_PAGE_CHARS = 3000
 
 
