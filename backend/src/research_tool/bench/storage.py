@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -37,10 +36,9 @@ from research_tool.bench.results import BenchResult
 from research_tool.bench.server_process import (
     ServerProcess,
     ServerStartError,
-    _spawn,
     free_port,
+    spawned_server,
     uvicorn_server,
-    wait_healthy,
 )
 from research_tool.bench.session_storage import storage_per_session
 from research_tool.bench.storage_memory_server import PROBE_SIGNAL, probe_path
@@ -170,17 +168,9 @@ async def _probed_server(
     port = free_port()
     probe_dir = workdir / "probes"
     command = [sys.executable, "-m", "research_tool.bench.storage_memory_server", str(port), str(probe_dir)]
-    stderr_path = workdir / f"server-{port}.stderr"
-    started = time.time()
-    process = await asyncio.to_thread(_spawn, command, env.process_env(), workdir, stderr_path)
-    server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=stderr_path)
-    try:
-        await wait_healthy(server, client)
+    stderr_name = f"server-{port}.stderr"
+    async with spawned_server(command, port, env.process_env(), workdir, client, stderr_name=stderr_name) as server:
         yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(process.wait, 30)
 
 
 def _slopes(samples: list[tuple[int, int]], sessions: int) -> dict[str, float | None]:
