@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -42,10 +41,9 @@ from research_tool.bench.results import BenchResult
 from research_tool.bench.server_process import (
     ServerProcess,
     ServerStartError,
-    _spawn,
     free_port,
+    spawned_server,
     uvicorn_server,
-    wait_healthy,
 )
 from research_tool.bench.session_storage import storage_per_session
 from research_tool.bench.storage_memory_server import PROBE_SIGNAL, probe_path
@@ -186,17 +184,9 @@ async def _probed_server(
         str(probe_dir),
         str(snapshot_frames),
     ]
-    stderr_path = workdir / f"server-{port}.stderr"
-    started = time.time()
-    process = await asyncio.to_thread(_spawn, command, env.process_env(), workdir, stderr_path)
-    server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=stderr_path)
-    try:
-        await wait_healthy(server, client)
+    stderr_name = f"server-{port}.stderr"
+    async with spawned_server(command, port, env.process_env(), workdir, client, stderr_name=stderr_name) as server:
         yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(process.wait, 30)
 
 
 def _slopes(samples: list[tuple[int, int]], sessions: int) -> dict[str, float | None]:
