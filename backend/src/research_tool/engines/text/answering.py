@@ -421,6 +421,9 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
         return _yes_no(intent, docs, pool)
     if intent.answer_type == "howto":
         return _howto(intent, docs, pool)
+    choice = _choice(intent, docs)
+    if choice is not None:
+        return choice
     ranked = sorted(pool, key=lambda c: (-c.score, c.n, c.index))
     lead = ranked[0]
     if not _answers(intent, lead):
@@ -863,6 +866,53 @@ def _api_name(lead: Candidate, doc: SourceDoc | None, intent: QuestionIntent | N
         return f"{name.removeprefix('class ').strip()}({', '.join(f'{a}=...' for a in asked[:2]) or '...'})"
     spans = [m.group(0).strip("`(") for m in _CODE_SPAN_RE.finditer(lead.statement)]
     return spans[0] if spans else (doc.title if doc else None)
+
+
+# --- choices ("which came first, A or B?") -----------------------------------------------------------
+
+_EARLIEST_RE = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before|sooner)\b", re.IGNORECASE)
+_LATEST_RE = re.compile(r"\b(?:last|later|latest|younger|youngest|newer|newest|more recent|most recent)\b", re.IGNORECASE)
+_YEAR_RE = re.compile(r"\b(1\d{3}|20\d{2})\b")
+CHOICE_SENTENCES = 3  # a page's year is read from its first sentences (born, formed, founded, published)
+
+
+def _choice(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> AnswerSelection | None:
+    """ "Which came first, A or B?", "Who is older, A or B?": each option's own page gives its year (its
+    first sentences: born, formed, published); the earlier (or the later) leads, the other follows, and the
+    short answer is the option. None when the question is no such choice or a year is missing."""
+    earliest = _EARLIEST_RE.search(intent.text) is not None
+    if not earliest and _LATEST_RE.search(intent.text) is None:
+        return None
+    left, sep, right = intent.text.rpartition(" or ")
+    if not sep:
+        return None
+    before = [n for n in intent.names if n in left]
+    after = [n for n in intent.names if n in right]
+    if not before or not after:
+        return None
+    options = [before[-1], after[0]]
+    dated = [_option_year(name, docs) for name in options]
+    if any(d is None for d in dated):
+        return None
+    years = [year for year, _ in (d for d in dated if d is not None)]
+    if years[0] == years[1]:
+        return None
+    pick = years.index(min(years) if earliest else max(years))
+    sentences = [d[1] for d in (dated[pick], dated[1 - pick]) if d is not None]
+    return AnswerSelection(sentences, options[pick], True)
+
+
+def _option_year(name: str, docs: Sequence[SourceDoc]) -> tuple[int, Candidate] | None:
+    """The first year on the option's own page (among its first sentences), with the sentence giving it."""
+    key = normalize_key(name).removeprefix("the ")
+    for doc in docs:
+        if doc.title_key.removeprefix("the ") != key:
+            continue  # the option's own page, not one whose title merely contains its name
+        for c in doc.candidates[:CHOICE_SENTENCES]:
+            year = _YEAR_RE.search(c.statement)
+            if year is not None:
+                return int(year.group(1)), c
+    return None
 
 
 # --- yes/no ---------------------------------------------------------------------------------------------
