@@ -565,7 +565,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if copular is not None:
         spans.append(copular)
     head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
-    spans += head_phrases
+    appositives = _appositives(intent, tokens, in_question, lead.statement)
+    spans += head_phrases + appositives
     run: int | None = None
     for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
         # a run of words outside the question, not crossing a clause break (comma, dash, parenthesis)
@@ -621,6 +622,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             closeness
             + (SHORT_HEAD_BONUS if sp == copular else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
+            + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
             + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and sp.first == 0 else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
@@ -705,6 +707,30 @@ def _head_phrases(
             first += 1  # "another toxin", "the main logo": no kind named
         if not all(in_question[first:h]):
             out.append(_Span(first, h + 1, False))
+    return out
+
+
+def _appositives(
+    intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
+) -> list[_Span]:
+    """ "What crop ...?": "a major food crop, sorghum, along with ...": the words set off by a comma right
+    after the question's head noun name it."""
+    out = []
+    for h in range(len(tokens) - 1):
+        if not in_question[h] or stem(tokens[h][2].casefold()) != intent.head_noun:
+            continue
+        if text[tokens[h][1] : tokens[h + 1][0]].strip() != ",":
+            continue
+        last = h + 1
+        while (
+            last < len(tokens)
+            and last - h <= SHORT_ANSWER_WORDS
+            and (last == h + 1 or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
+        ):
+            last += 1
+        closed = last < len(tokens) and _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]])
+        if closed and not all(in_question[h + 1 : last]):
+            out.append(_Span(h + 1, last, False))  # an appositive closed by a comma or dash, not the clause's end
     return out
 
 
