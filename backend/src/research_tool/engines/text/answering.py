@@ -533,6 +533,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if measure is not None and stem(measure.group(1).casefold()) in _MEASURE_HEADS:
         expected = ("number",)  # "what percentage", "what fee": a value
     spans: list[_Span] = []
+    located: list[_Span] = []  # the place a name of the question's is "in"
     for mention in find_mentions(lead.statement):
         if _named_in_question(mention.text, intent):
             continue
@@ -550,6 +551,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             and _LOOSE_TYPES & set(expected)
         )  # the name finder often confuses people, places and organisations: any name may be the one asked for
         spans.append(_Span(first, last + 1, bool(typed), mention=True))
+        if start > mention.start:
+            located.append(spans[-1])
     for quoted in _QUOTED_RE.finditer(lead.statement):  # a quoted name ("the name "X"")
         inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
         if inner and not all(in_question[i] for i in inner):
@@ -622,6 +625,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             closeness
             + (SHORT_HEAD_BONUS if sp == copular else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
+            + (SHORT_HEAD_BONUS if sp in located else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
             + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and sp.first == 0 else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
