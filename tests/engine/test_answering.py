@@ -248,8 +248,9 @@ def test_short_answer_takes_any_name_for_who_even_one_the_name_finder_calls_a_pl
 
 
 def test_short_answer_is_the_phrase_the_question_head_noun_ends() -> None:
-    assert short("What system reduces inequality in Tolt?", "In Tolt, a progressive tax system reduces inequality.") == (
-        "progressive tax system"
+    assert (
+        short("What system reduces inequality in Tolt?", "In Tolt, a progressive tax system reduces inequality.")
+        == "progressive tax system"
     )
     assert (
         short(

@@ -901,7 +901,9 @@ def _api_name(lead: Candidate, doc: SourceDoc | None, intent: QuestionIntent | N
 # --- choices ("which came first, A or B?") -----------------------------------------------------------
 
 _EARLIEST_RE = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before|sooner)\b", re.IGNORECASE)
-_LATEST_RE = re.compile(r"\b(?:last|later|latest|younger|youngest|newer|newest|more recent|most recent)\b", re.IGNORECASE)
+_LATEST_RE = re.compile(
+    r"\b(?:last|later|latest|younger|youngest|newer|newest|more recent|most recent)\b", re.IGNORECASE
+)
 _YEAR_RE = re.compile(r"\b(1\d{3}|20\d{2})\b")
 CHOICE_SENTENCES = 3  # a page's year is read from its first sentences (born, formed, founded, published)
 
