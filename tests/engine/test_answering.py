@@ -316,3 +316,22 @@ def test_a_choice_without_each_option_own_page_year_is_answered_as_usual() -> No
     ]
     selection = select_answer("Which band was formed first, The Quills or Salt Harbor?", sources)
     assert selection.answered and selection.sentences  # the usual lead, no verdict drawn from one year
+
+
+def test_the_second_hop_leads_even_when_its_link_carries_a_value_of_the_asked_type() -> None:
+    # the election page names the man and holds a date too; the man's own page holds his birth date
+    sources = [
+        page(
+            1,
+            "Tolt guild election, 1990",
+            "Elections for the head of the Tolt guild were held in the guild hall on 3 May 1990, following Ivo "
+            "Brandt's resignation. The vote was close.",
+        ),
+        page(2, "Ivo Brandt", "Ivo Brandt (12 March 1931 – 2 June 2001) was a shipwright from Varn."),
+    ]
+    selection = select_answer(
+        "In what year was the man that resigned as head of the Tolt guild before the Tolt guild election, 1990 born?",
+        sources,
+    )
+    assert selection.sentences[0].statement.startswith("Ivo Brandt (12 March 1931")
+    assert selection.sentences[1].statement.startswith("Elections for the head")  # the link follows
