@@ -335,3 +335,15 @@ def test_the_second_hop_leads_even_when_its_link_carries_a_value_of_the_asked_ty
     )
     assert selection.sentences[0].statement.startswith("Ivo Brandt (12 March 1931")
     assert selection.sentences[1].statement.startswith("Elections for the head")  # the link follows
+
+
+def test_a_misspelt_question_word_still_matches_its_long_word() -> None:
+    sources = [
+        page(
+            1,
+            "Harbour history",
+            "The harbour was built in 1850. The town finally won its independence on 3 May 1901 after a vote.",
+        )
+    ]
+    selection = select_answer("When did independance come?", sources)
+    assert selection.answered and selection.short_answer == "3 May 1901"

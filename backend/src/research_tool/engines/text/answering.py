@@ -48,6 +48,7 @@ AnswerType = Literal[
 MAX_SENTENCES_PER_SOURCE = 300
 MAX_TYPED_CANDIDATES = 40
 MIN_PREFIX = 5
+SHARED_PREFIX = 8  # long words sharing this many letters are one word misspelt or inflected
 MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
@@ -288,7 +289,12 @@ def matched(terms: Iterable[str], stems: frozenset[str]) -> frozenset[str]:
     for term in terms:
         if term in stems or (
             len(term) >= MIN_PREFIX
-            and any(s.startswith(term) or (len(s) >= MIN_PREFIX and term.startswith(s)) for s in stems)
+            and any(
+                s.startswith(term)
+                or (len(s) >= MIN_PREFIX and term.startswith(s))
+                or (len(s) >= SHARED_PREFIX and s[:SHARED_PREFIX] == term[:SHARED_PREFIX])
+                for s in stems
+            )
         ):
             out.add(term)
     return frozenset(out)
