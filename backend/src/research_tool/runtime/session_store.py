@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn
 
 import aiosqlite
@@ -46,6 +46,32 @@ MAX_PREFIX_MATCHES_SHOWN = 3
 
 def _not_found(session_id: str) -> NoReturn:
     raise SessionNotFoundError(f"unknown session id: {session_id}")
+
+
+async def resolve_session_id(
+    id_or_prefix: str,
+    *,
+    exists: Callable[[str], Awaitable[bool]],
+    ids_starting_with: Callable[[str, int], Awaitable[list[str]]],
+) -> str:
+    """The full id of the one session whose id is, or starts with, `id_or_prefix` (as `sessions` shows it).
+
+    Both session stores answer this way: `exists` checks a full id, `ids_starting_with(prefix, limit)` lists up
+    to `limit` ids in id order that start with the prefix. None is not found; more than one is ambiguous.
+    """
+    if not id_or_prefix:
+        _not_found(id_or_prefix)
+    if await exists(id_or_prefix):
+        return id_or_prefix
+    matches = await ids_starting_with(id_or_prefix, MAX_PREFIX_MATCHES_SHOWN + 1)
+    if not matches:
+        _not_found(id_or_prefix)
+    if len(matches) > 1:
+        shown = ", ".join(matches[:MAX_PREFIX_MATCHES_SHOWN]) + (
+            ", ..." if len(matches) > MAX_PREFIX_MATCHES_SHOWN else ""
+        )
+        raise BadInputError(f"session id prefix {id_or_prefix!r} is ambiguous: it matches {shown}")
+    return matches[0]
 
 
 JSON_COLUMNS = frozenset({"progress", "pending_questions", "clarify_answers"})
@@ -101,23 +127,13 @@ class SessionStore:
 
     async def resolve(self, id_or_prefix: str) -> str:
         """The full id of the one session whose id is, or starts with, `id_or_prefix` (as `sessions` shows it)."""
-        if not id_or_prefix:
-            _not_found(id_or_prefix)
-        if await self.exists(id_or_prefix):
-            return id_or_prefix
+        return await resolve_session_id(id_or_prefix, exists=self.exists, ids_starting_with=self._ids_starting_with)
+
+    async def _ids_starting_with(self, prefix: str, limit: int) -> list[str]:
         async with self._conn.execute(
-            "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?",
-            (len(id_or_prefix), id_or_prefix, MAX_PREFIX_MATCHES_SHOWN + 1),
+            "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?", (len(prefix), prefix, limit)
         ) as cur:
-            matches = [str(row[0]) for row in await cur.fetchall()]
-        if not matches:
-            _not_found(id_or_prefix)
-        if len(matches) > 1:
-            shown = ", ".join(matches[:MAX_PREFIX_MATCHES_SHOWN]) + (
-                ", ..." if len(matches) > MAX_PREFIX_MATCHES_SHOWN else ""
-            )
-            raise BadInputError(f"session id prefix {id_or_prefix!r} is ambiguous: it matches {shown}")
-        return matches[0]
+            return [str(row[0]) for row in await cur.fetchall()]
 
     async def list_page(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
         async with self._conn.execute(
