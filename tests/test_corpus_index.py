@@ -346,3 +346,15 @@ async def test_a_second_index_object_on_an_existing_file_takes_no_write_lock_and
     second = CorpusIndex(tmp_path / "index.db")
     for _ in range(2):
         assert [h.title for h in await second.search("heron", roots=[tmp_path / "docs"])] == ["Heron"]
+
+
+async def test_the_parts_of_a_titles_compound_names_are_searchable(tmp_path: Path, index: CorpusIndex) -> None:
+    root = tmp_path / "api"
+    write(root / "a.txt", "tabkit.RowReader — Iterate over the lines of a table.\n\nReturns each line.\n")
+    write(root / "b.txt", "hashkit.sha512 — Digest bytes.\n\nReturns a digest.\n")
+    write(root / "c.txt", "tabkit.load — Load a table.\n\nLoads everything at once.\n")
+    await index.index_folder(root)
+    assert (await index.search("row reader", roots=[root]))[0].title.startswith("tabkit.RowReader")
+    assert (await index.search("SHA-512", roots=[root]))[0].title.startswith("hashkit.sha512")
+    assert corpus_index.name_parts("tabkit.RowReader — Iterate") == "Row Reader"
+    assert corpus_index.name_parts("A plain title of words") == ""

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from research_tool.engines.base import NumberedSource, SynthesisInput
 from research_tool.engines.offline import OfflineEngine
-from research_tool.engines.text.answering import api_title_match, classify_question, identifier_matched, select_answer
+from research_tool.engines.text.answering import (
+    action_name_bonus,
+    api_title_match,
+    classify_question,
+    identifier_matched,
+    select_answer,
+)
 from research_tool.engines.text.facts import is_declarative
 from research_tool.models.entities import SourceResult
 
@@ -226,6 +232,56 @@ def test_short_answer_keeps_a_listed_place_whole() -> None:
         short("The Varn guild was based in what city?", "The Varn guild was based in Tolt, Harbourshire.")
         == "Tolt, Harbourshire"
     )
+
+
+def test_how_to_leads_with_the_api_named_for_the_action_asked() -> None:
+    sources = [
+        # explains more of the question's words, but its name is another action
+        page(
+            1,
+            "loafkit.join — Return one loaf line from sliced bread parts.",
+            "loafkit.join — Return one loaf line from sliced bread parts.\n\nloafkit.join(parts)\n\n"
+            "Return one loaf line from sliced bread parts.",
+        ),
+        page(
+            2,
+            "loafkit.slice — Cut bread into parts.",
+            "loafkit.slice — Cut bread into parts.\n\nloafkit.slice(bread, width=1)\n\nCut bread into parts.",
+        ),
+    ]
+    selection = select_answer("How do I slice a loaf of bread into parts?", sources)
+    assert selection.sentences[0].statement == "loafkit.slice(bread, width=1)"
+
+
+def test_an_api_named_for_the_action_alone_gets_no_bonus() -> None:
+    intent = classify_question("How do I slice a loaf of bread?")
+    assert action_name_bonus(intent, "loafkit.slice", frozenset({"bread"})) > 0
+    assert action_name_bonus(intent, "kitchen.Knife.slice", frozenset({"knife"})) == 0.0  # names no loaf or bread
+    assert action_name_bonus(intent, "loafkit.join", frozenset({"bread"})) == 0.0
+
+
+def test_a_how_to_question_never_weighs_the_language_as_an_api_term() -> None:
+    assert "python" not in classify_question("How do I stop a Python program cleanly?").weights
+    assert "python" in classify_question("Who designed Python?").weights
+
+
+def test_after_the_leading_call_the_next_sentence_says_what_its_name_does_not() -> None:
+    sources = [
+        page(
+            1,
+            "ovenkit.bake_bread — Bake bread.",
+            "ovenkit.bake_bread — Bake bread.\n\novenkit.bake_bread(dough, minutes=40)\n\nBake bread.",
+        ),
+        page(
+            2,
+            "ovenkit.SteamTray — A tray that keeps steam in the oven while the loaf rises.",
+            "ovenkit.SteamTray — A tray that keeps steam in the oven while the loaf rises.\n\n"
+            "ovenkit.SteamTray(volume)\n\nA tray that keeps steam in the oven while the loaf rises.",
+        ),
+    ]
+    selection = select_answer("How do I bake bread with steam?", sources)
+    assert selection.sentences[0].statement == "ovenkit.bake_bread(dough, minutes=40)"
+    assert selection.sentences[1].n == 2  # "bake bread" is said by the name; steam is what is left
 
 
 def test_short_answer_takes_any_name_for_who_even_one_the_name_finder_calls_a_place() -> None:

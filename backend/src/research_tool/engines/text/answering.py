@@ -34,6 +34,7 @@ from typing import Literal
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.entities import clean_title, find_mentions
 from research_tool.engines.text.facts import clean_statement, is_declarative
+from research_tool.engines.text.howto_queries import actions
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
@@ -153,6 +154,8 @@ def classify_question(question: str) -> QuestionIntent:
     name_stems: set[str] = set()
     for name in names:
         for key in content_stems(name):
+            if answer_type == "howto" and key == "python":
+                continue  # "in a Python program": the language, named or not, names no API
             weights[key] = NAME_WEIGHT
             name_stems.add(key)
     aspects = _aspects(text, weights) if answer_type == "howto" else (frozenset(weights),)
@@ -782,6 +785,7 @@ def _stop(token: str) -> bool:
 MIN_IDENTIFIER_PART = 3  # "csv", "log", "dict": shorter parts ("re", "os") match nothing on their own
 API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name covers this much of the question
 API_PROSE_SHARE = 0.25  # how-to: the lesser of a page's name match and its best sentence counts this much
+ACTION_NAME_BONUS = 0.3  # how-to: an API whose own name (its last part) is the action the question asks for
 _API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
 
 
@@ -823,6 +827,18 @@ def api_title_match(question: str, title: str) -> float:
     return sum(intent.weights[k] for k in found) / sum(intent.weights.values())
 
 
+def action_name_bonus(intent: QuestionIntent, name: str, said: frozenset[str]) -> float:
+    """How-to: a bonus for an API named for the question's action ("split a command string" -> `shlex.split`,
+    "write rows to a CSV file" -> `csv.writer`), judged on the name's last part, the function itself, when
+    its page (`said`: its name's and sentences' stems) also names something the action is done to."""
+    verbs = {stem(v) for v in actions(intent.text)}
+    last = name.rsplit(".", 1)[-1]
+    if not verbs or not identifier_matched(verbs, last):
+        return 0.0
+    objects = [k for k in intent.weights if k not in verbs]
+    return ACTION_NAME_BONUS if matched(objects, said) or identifier_matched(objects, name) else 0.0
+
+
 def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
     """Lead with the call signature of the page that best covers the question, then one sentence per aspect."""
     weights = _idf_weights(intent, pool)
@@ -843,14 +859,17 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
         if doc.signature is not None:  # its parameters name what it does too ("default_factory")
             named |= matched(weights, doc.signature.stems)
         title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
-        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior
+        said = frozenset().union(*(c.stems for c in doc.candidates))
+        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior + action_name_bonus(intent, name, said)
 
     with_signature = [d for d in docs if d.signature is not None]
     chosen: list[Candidate] = []
     lead_doc = max(with_signature, key=doc_score) if with_signature else None
     if lead_doc is not None and lead_doc.signature is not None and doc_score(lead_doc) >= 0.3:
         chosen.append(lead_doc.signature)
-    covered: set[str] = set()  # by prose sentences (a signature names parameters; it explains nothing)
+    # by prose sentences (a signature names parameters; it explains nothing), and by the leading API's own
+    # name: the next sentence need not say again what the name says (`log_message` for "log messages")
+    covered: set[str] = set(_said_by_name(intent, chosen[0], lead_doc)) if chosen else set()
     pending = [set(a) for a in intent.aspects]
     while pending and len(chosen) < MAX_ANSWER_SENTENCES:
         # the next unfilled aspect: what no chosen prose sentence has covered yet
@@ -874,6 +893,10 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             continue
         chosen.append(best)
         covered |= best.stems
+    if len(chosen) == 1 and chosen[0].signature and lead_doc is not None:
+        # its name said it all: the page's own best sentence explains the call
+        own = max((c for c in pool if c.n == lead_doc.n and not c.signature), key=lambda c: c.score, default=None)
+        chosen += [own] if own is not None else []
     if not chosen:
         ranked = sorted(pool, key=lambda c: -c.score)
         return AnswerSelection([], None, False, closest=ranked[:2])
@@ -888,6 +911,12 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
     if not answered:
         return AnswerSelection([], None, False, closest=chosen[:2])
     return AnswerSelection(chosen, api, True)
+
+
+def _said_by_name(intent: QuestionIntent, lead: Candidate, doc: SourceDoc | None) -> frozenset[str]:
+    """The question terms the leading API's name spells ("logkit.log_message" -> log, message)."""
+    name = api_name(doc.title) if lead.signature and doc is not None else None
+    return identifier_matched(intent.weights, name) if name else frozenset()
 
 
 def _api_name(lead: Candidate, doc: SourceDoc | None, intent: QuestionIntent | None = None) -> str | None:

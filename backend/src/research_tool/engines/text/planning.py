@@ -1,6 +1,7 @@
 """First-cycle sub-queries with intents, from the question's keyphrases, names, slots and domain.
 
-The first query is the question itself as keywords (the best single BM25 query). The others look at
+The first query is the question itself as keywords (the best single BM25 query). A how-to question is
+searched next as its action paired with each thing it acts on (`howto_queries`). The others look at
 the question from different sides: each named thing on its own with the question's remaining terms
 (comparison questions need both sides; bridge questions need the named side first), the definition
 and mechanism of the main keyphrase, and the domain's evidence (examples for technical questions,
@@ -10,6 +11,7 @@ studies for academic ones, trials for medical ones, the market for competitive i
 from __future__ import annotations
 
 from research_tool.engines.text.entities import find_mentions
+from research_tool.engines.text.howto_queries import action_pairs
 from research_tool.engines.text.keyphrases import build_query, keyphrases, query_signature, query_words
 from research_tool.engines.text.slots import required_slots
 from research_tool.engines.text.tokens import stem
@@ -41,6 +43,8 @@ def plan_queries(question: str, domain: DomainConfiguration, max_queries: int) -
     slots = required_slots(question)
     answer_kind = slots[0].kind
     add(build_query(question, max_words=12), _direct_intent(answer_kind))
+    for pair in action_pairs(question):  # a how-to question: its action with each thing it acts on
+        add(pair, "facet")
 
     names = [m.text for m in find_mentions(question) if m.entity_type not in ("date", "number")]
     name_stems = {stem(w) for name in names for w in query_words(name)}

@@ -14,11 +14,13 @@ list, which yields no facts, yet it is the page the answer should lead with.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from research_tool.engines.text.answering import API_TITLE_MIN_MATCH, api_title_match
+from research_tool.engines.text.howto_queries import is_howto
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Fact
 
@@ -26,6 +28,7 @@ RRF_K = 3.0
 FACT_BONUS = 0.05
 LINK_SHARE = 0.6  # part of a top source's score passed to each source it names
 LINK_FROM_TOP = 3  # how many of the best sources pass score on
+NAMED_SHARE = 0.5  # a page the question names by its title competes with this share of the best score
 MIN_TITLE_CHARS = 4
 PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 
@@ -38,8 +41,27 @@ def query_weight(query: str, question_stems: frozenset[str]) -> float:
     return len(stems & question_stems) / len(stems) * min(1.0, len(stems & question_stems) / 2)
 
 
+def howto_query_weight(query: str, question_stems: frozenset[str]) -> float:
+    """A how-to question's query also weighs by the share of the question it covers: its action-pair
+    queries ("log file") widen the search, and what they alone find ranks below what the whole question finds."""
+    if not question_stems:
+        return 0.0
+    return query_weight(query, question_stems) * len(stem_set(query) & question_stems) / len(question_stems)
+
+
 def _title_key(title: str) -> str:
-    return " ".join(PARENTHETICAL.sub("", title).casefold().split())
+    return " ".join(PARENTHETICAL.sub("", html.unescape(title)).casefold().split())
+
+
+def named_in_question(question: str, title: str) -> bool:
+    """The question names the page: its title (without a parenthetical qualifier) as whole words ("Who
+    founded Tolt Harbour?" names "Tolt Harbour (port)"). A bridge question names its first hop so; the many
+    follow-up queries of a long session would otherwise outvote that page with pages they keep meeting."""
+    key = _title_key(title)
+    if len(key) < MIN_TITLE_CHARS:
+        return False
+    text = " ".join(html.unescape(question).casefold().split())
+    return re.search(rf"(?<!\w){re.escape(key)}(?!\w)", text) is not None
 
 
 def propagate_links(score: dict[str, float], sources: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
@@ -79,8 +101,9 @@ def rank_sources(
             api_match[url] = match
             fact_bonus.setdefault(url, 0.0)
     score = dict.fromkeys(fact_bonus, 0.0)
+    weigh = howto_query_weight if is_howto(question) else query_weight
     for call in provider_calls:
-        weight = query_weight(str(call.get("query", "")), question_stems)
+        weight = weigh(str(call.get("query", "")), question_stems)
         for rank, url in enumerate(call.get("urls", []), start=1):
             if url in score:
                 score[url] += weight / (RRF_K + rank)
@@ -88,6 +111,9 @@ def rank_sources(
     best = max(total.values(), default=0.0)
     for url, match in api_match.items():
         total[url] += match * best  # the page of the API the question spells out competes with the best
+    for url in total:
+        if named_in_question(question, str((sources or {}).get(url, {}).get("title") or "")):
+            total[url] += NAMED_SHARE * best
     if sources is not None:
         total = propagate_links(total, sources)
     return sorted(total, key=lambda u: (-total[u], u))[:limit]
