@@ -37,7 +37,8 @@ async def test_concurrent_creates_and_appends_are_batched_and_gapless(tmp_path: 
         assert store._creates.batches < SESSIONS // 10  # a few transactions, not one per start
         assert events._writes.batches < SESSIONS * EVENTS_PER_SESSION // 10
         async with conn.execute("SELECT COUNT(*) FROM sessions") as cur:
-            assert (await cur.fetchone())[0] == SESSIONS
+            count = await cur.fetchone()
+        assert count is not None and count[0] == SESSIONS
         for sid in ids:
             assert [e.seq for e in await events.replay(sid)] == list(range(1, EVENTS_PER_SESSION + 1))
             assert (await store.get(sid)).status == "queued"

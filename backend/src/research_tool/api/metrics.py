@@ -82,6 +82,13 @@ class ApiMetrics:
             buckets=LOOP_LAG_BUCKETS,
             registry=r,
         )
+        self.gc_pause = Histogram(
+            "research_gc_pause_seconds",
+            "Garbage-collector pauses of the server process (each one stops its event loop), by generation.",
+            ["generation"],
+            buckets=LOOP_LAG_BUCKETS,
+            registry=r,
+        )
         self._loop_started: dict[tuple[str, int], float] = {}
 
     # --- observations ---------------------------------------------------------------------------
@@ -118,6 +125,9 @@ class ApiMetrics:
         self.running.set(counts["running"])
         self.slots_in_use.set(services.runner.running_count)
         self.max_running_seen.set(services.runner.max_running_seen)
+
+    def observe_gc_pause(self, generation: int, seconds: float) -> None:
+        self.gc_pause.labels(str(generation)).observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
