@@ -97,7 +97,12 @@ def report_result(session_id: str, report: dict[str, Any]) -> CallToolResult:
 
 def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
     """The tools over the research services `services_of()` returns (raises while the process starts/stops)."""
-    server: MCPServer = MCPServer(name="research-tool", instructions=INSTRUCTIONS, version=__version__)
+    # log_level: the SDK calls logging.basicConfig with a rich handler at this level. At its default (INFO) every
+    # INFO record of every library (httpx logs each provider request) was rendered by rich on the event loop:
+    # 30% of the loop's time at 300 sessions. The server's own logs are structlog's (core/logging.py).
+    server: MCPServer = MCPServer(
+        name="research-tool", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
 
     def services() -> ResearchServices:
         try:
