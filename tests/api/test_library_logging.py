@@ -11,7 +11,7 @@ from research_tool.core.settings import Settings
 
 
 def test_library_request_logs_are_off_after_the_app_is_built(tmp_path: Path) -> None:
-    create_app(Settings(_env_file=None, data_dir=tmp_path / "data", llm="offline"))  # type: ignore[call-arg]
+    create_app(Settings(_env_file=None, data_dir=tmp_path / "data", llm="offline"))
     assert not logging.getLogger("httpx").isEnabledFor(logging.INFO)
     assert not logging.getLogger("httpcore").isEnabledFor(logging.INFO)
     assert logging.getLogger("httpx").isEnabledFor(logging.WARNING)
