@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # The pool outlives the services: sessions are cancelled (services' exit) before it shuts down.
         async with (
-            cpu_pool(settings.cpu_workers),
+            cpu_pool(settings.cpu_workers, settings.cpu_worker_niceness),
             open_research_services(settings, retention_sweeps=True, worker=settings.run_worker) as services,
             mcp_server.session_manager.run(),
         ):
