@@ -61,6 +61,8 @@ async def test_workers_run_at_a_lower_priority_than_the_server() -> None:
         worker = await run_cpu(_niceness)
     assert worker == min(19, server + WORKER_NICENESS)
     assert os.nice(0) == server  # the server's own priority is untouched
+    async with cpu_pool(1, niceness=0):
+        assert await run_cpu(_niceness) == server
 
 
 async def test_zero_workers_installs_no_pool() -> None:

@@ -9,8 +9,8 @@ would copy mid-state.
 
 Workers ignore SIGINT (the server shuts them down) and exit when the server process dies, however it dies.
 They run at a lower scheduling priority (`niceness` steps, RESEARCH_CPU_WORKER_NICENESS, above the
-server's): on a machine with as many cores as workers, the event loop that answers requests and feeds the workers is scheduled first when it
-wakes, and the workers take every cycle it leaves (their throughput is unchanged while the loop is idle).
+server's): on a machine with as many cores as workers, the event loop that answers requests and feeds the
+workers is scheduled first when it wakes, and the workers take every cycle it leaves.
 `run_cpu(fn, *args)` ships `fn` and its arguments to a worker by pickle: `fn` must be a module-level
 function and its arguments picklable (pydantic models are). A pool that broke (a worker killed) is
 dropped and the call, and every later one, runs in a thread.
