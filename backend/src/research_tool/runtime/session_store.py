@@ -3,13 +3,17 @@
 One process owns the sessions database (DESIGN: one worker), so `SessionStore` keeps a write-through cache
 of the records it has read or written: `get` (every `GET /status`) answers from memory instead of queueing
 behind event appends and progress updates on the one shared connection. `list` and `active` read SQLite.
-Only unfinished sessions are cached, so a server's memory does not grow with the sessions it has finished.
+Unfinished sessions are cached, plus the FINISHED_CACHE_SIZE most recently finished or read (a UI polls a
+session that just ended; at a thousand sessions those reads were the status route's trips to SQLite): the
+server's memory does not grow with the sessions it has finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -43,6 +47,7 @@ def _record(row: aiosqlite.Row) -> SessionRecord:
 
 
 MAX_PREFIX_MATCHES_SHOWN = 3
+FINISHED_CACHE_SIZE = 1024  # finished records kept in memory, most recently finished or read
 
 
 def _not_found(session_id: str) -> NoReturn:
@@ -62,6 +67,7 @@ class SessionStore:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
         self._cache: dict[str, SessionRecord] = {}  # unfinished sessions only
+        self._finished: OrderedDict[str, SessionRecord] = OrderedDict()  # bounded: FINISHED_CACHE_SIZE
         # Writes so far (any session): a read that raced a write does not fill the cache.
         self._generation = 0
         self._creates = GroupCommit(
@@ -84,6 +90,8 @@ class SessionStore:
 
     async def get(self, session_id: str) -> SessionRecord:
         cached = self._cache.get(session_id)
+        if cached is None and (cached := self._finished.get(session_id)) is not None:
+            self._finished.move_to_end(session_id)
         if cached is not None:
             return cached.model_copy(deep=True)
         generation_before = self._generation
@@ -92,12 +100,25 @@ class SessionStore:
         if row is None:
             raise SessionNotFoundError(f"unknown session id: {session_id}")
         record = _record(row)
-        if self._generation == generation_before and not record.finished:
-            self._cache[session_id] = record.model_copy(deep=True)
+        if self._generation == generation_before:
+            self._remember(record.model_copy(deep=True))
         return record
 
+    def _remember(self, record: SessionRecord) -> None:
+        if not record.finished:
+            self._cache[record.id] = record
+            return
+        self._finished[record.id] = record
+        self._finished.move_to_end(record.id)
+        while len(self._finished) > FINISHED_CACHE_SIZE:
+            self._finished.popitem(last=False)
+
+    def _forget(self, session_id: str) -> None:
+        self._cache.pop(session_id, None)
+        self._finished.pop(session_id, None)
+
     async def exists(self, session_id: str) -> bool:
-        if session_id in self._cache:
+        if session_id in self._cache or session_id in self._finished:
             return True
         async with self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) as cur:
             return await cur.fetchone() is not None
@@ -146,26 +167,22 @@ class SessionStore:
         self._generation += 1
         # The cache takes the write when it is issued, as the shared connection did (a read queued behind an
         # UPDATE sees it): a check-then-update by one caller is not interleaved with another's read.
-        cached = self._cache.get(session_id)
+        cached = self._cache.get(session_id) or self._finished.get(session_id)
         if cached is not None:
-            try:
-                updated = _updated(cached, encoded)
-                if updated.finished:
-                    del self._cache[session_id]  # finished: read from SQLite from now on
-                else:
-                    self._cache[session_id] = updated
-            except ValidationError:
-                self._cache.pop(session_id, None)  # a value a read would reject: let the next read say so
+            self._forget(session_id)
+            # a value a read would reject is not cached: the next read says so
+            with contextlib.suppress(ValidationError):
+                self._remember(_updated(cached, encoded))  # finished: kept among the recent ones only
         try:
             # autocommit (storage.open_database): durable once executed
             await self._conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id))
         except BaseException:
-            self._cache.pop(session_id, None)  # the row is what SQLite says it is: read it again next time
+            self._forget(session_id)  # the row is what SQLite says it is: read it again next time
             raise
 
     async def delete(self, session_id: str) -> None:
         self._generation += 1
-        self._cache.pop(session_id, None)
+        self._forget(session_id)
         await self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         await self._conn.commit()
 
