@@ -38,8 +38,8 @@ T = TypeVar("T")
 
 _installed: ProcessPoolExecutor | None = None
 # How much nicer than the server a worker runs by default (os.nice increment: 0..19, higher yields more). Not
-# more: on a machine shared with other work, nice 10 left the workers a tenth of a normal process's share
-# (300 sessions at load 16: 33 sessions a minute against 74 at nice 0 the day before).
+# more: against other work on the machine, nice 10 leaves a worker about a tenth of a normal process's CPU share
+# (Linux's weights), nice 5 about a third. Not yet compared on a quiet machine (README, Benchmarks).
 WORKER_NICENESS = 5
 
 
