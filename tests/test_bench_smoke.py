@@ -74,7 +74,9 @@ def tiny_scifact(folder: Path) -> Path:
 
 
 async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures(tmp_path: Path) -> None:
-    sizes = Sizes(**{**QUICK.__dict__, "scifact_dir": tiny_scifact(tmp_path / "scifact")})
+    # storage's memory half: 4 sessions, each followed by a probe, give the second-half slopes three points
+    # (--quick runs 40 under tracemalloc, most of this test's time; no slope's size is asserted here)
+    sizes = Sizes(**{**QUICK.__dict__, "scifact_dir": tiny_scifact(tmp_path / "scifact"), "storage_rss_sessions": 4})
     lines: list[str] = []
     results = await run_benchmarks(SINGLE_PROCESS, sizes, echo=lines.append)
 

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -55,9 +56,12 @@ def clean_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def test_plain_pip_install_of_the_wheel_imports_and_runs_offline(tmp_path: Path, corpus: Path) -> None:
-    wheel = build_wheel(tmp_path)
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    # the build and the new virtualenv (ensurepip) are independent subprocess work: side by side
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        built = pool.submit(build_wheel, tmp_path)
+        pool.submit(venv.EnvBuilder(with_pip=True).create, env_dir).result()
+        wheel = built.result()
     python = env_dir / "bin" / "python"
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt"), str(wheel)],

@@ -12,7 +12,6 @@ import pytest
 
 from research_tool.core.errors import SessionNotFoundError
 from research_tool.models.request import ResearchRequest
-from research_tool.runtime import session_store
 from research_tool.runtime.session_store import SessionStore
 from research_tool.runtime.storage import open_database
 
@@ -103,21 +102,3 @@ async def test_a_read_issued_after_an_update_started_sees_it(conn: aiosqlite.Con
     seen = await store.get(record.id)
     assert seen.stop_requested and seen.status == "stopping"
     await writing
-
-
-async def test_recently_finished_sessions_are_answered_from_memory_and_the_memory_is_bounded(
-    conn: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(session_store, "FINISHED_CACHE_SIZE", 2)
-    store = SessionStore(conn)
-    ids = [(await store.create(ResearchRequest(query=f"Question {i}?"))).id for i in range(3)]
-    for sid in ids:
-        await store.update(sid, status="completed", stop_reason="saturated")
-    assert set(store._finished) == set(ids[1:])  # the oldest finished one dropped out
-    assert not set(store._cache) & set(ids)
-    await conn.execute("UPDATE sessions SET error = 'read from sqlite' WHERE id = ?", (ids[2],))
-    assert (await store.get(ids[2])).error is None  # answered from memory
-    assert (await store.get(ids[0])).status == "completed"  # read from SQLite, then remembered
-    assert ids[0] in store._finished and len(store._finished) == 2
-    await store.delete(ids[0])
-    assert not await store.exists(ids[0])

@@ -23,7 +23,8 @@ from research_tool.models.tiers import TierName
 
 from .conftest import TIMEOUT_MS, Outside, server_env
 
-pytestmark = [pytest.mark.slow]
+# the browser first: without one every test skips before its server subprocess and replay server start
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
 TOKEN = "web-page-test-token"

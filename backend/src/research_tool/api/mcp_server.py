@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -39,6 +39,7 @@ from research_tool.runtime.composition import ResearchServices
 log = get_logger(__name__)
 
 MCP_PATH = "/mcp"
+STDLIB_LOG_LEVEL: Final = "WARNING"  # what the SDK sets the root logger to (see build_mcp_server)
 INSTRUCTIONS = (
     "Deep research with cited reports. `research` runs a session to the end (minutes; progress is notified) and "
     "returns the report: an answer whose every [n] cites a source it retrieved. For long runs use "
@@ -97,11 +98,12 @@ def report_result(session_id: str, report: dict[str, Any]) -> CallToolResult:
 
 def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
     """The tools over the research services `services_of()` returns (raises while the process starts/stops)."""
-    # log_level: the SDK calls logging.basicConfig with a rich handler at this level. At its default (INFO) every
-    # INFO record of every library (httpx logs each provider request) was rendered by rich on the event loop:
-    # 30% of the loop's time at 300 sessions. The server's own logs are structlog's (core/logging.py).
+    # The SDK's constructor calls logging.basicConfig on the root logger (a rich handler) at its log_level: at
+    # its default, INFO, every request the providers' httpx clients made was rendered to stderr through rich
+    # (CPU on the event loop, rich's caches growing with the URLs). Our own logs are structlog's; stdlib
+    # loggers keep warnings and errors, as Python's last-resort handler would print them.
     server: MCPServer = MCPServer(
-        name="research-tool", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+        name="research-tool", instructions=INSTRUCTIONS, version=__version__, log_level=STDLIB_LOG_LEVEL
     )
 
     def services() -> ResearchServices:

@@ -45,12 +45,13 @@ from research_tool.bench.scale import (
     EVENT_LAG_P95_TARGET_MS,
     STATUS_P95_TARGET_MS,
     STATUS_POLLS_PER_S,
-    THROUGHPUT_FRACTION_OF_CPU_BOUND,
     WATCH_TIMEOUT_BASE_S,
     WATCH_TIMEOUT_PER_SESSION_S,
     WIKIPEDIA_RPS,
+    add_throughput,
     final_records,
     start_sessions,
+    watched_outcome,
 )
 from research_tool.bench.server_process import ServerProcess, cli_api_node, start_cli_worker, stop_processes
 from research_tool.bench.stats import ms, percentile
@@ -199,36 +200,16 @@ async def run_watched(
     await polling
     cpu_after = cluster.cpu_seconds()
     records = await final_records(cluster.client, base, ids)
-    completed = [
-        w for w in watches if w.final_type == "session_completed" and records[w.session_id].get("status") == "completed"
-    ]
-    lost = [w.session_id for w in watches if w not in completed or not w.gapless]
-    finished = [w.finished_at for w in completed if w.finished_at]
-    span = (max(finished) - began) if finished else None
-    lags = [lag for w in watches for lag in w.lags_s]
-    cpu_s = sum(cpu_after.get(pid, 0.0) - cpu_before.get(pid, 0.0) for pid in cpu_after)
-    cpu_per_session = cpu_s / len(completed) if completed else None
-    cores = os.cpu_count() or 1
     return {
         "sessions": n,
         "workers": len(cluster.workers),
         "failed_starts": len(start_failures),
         "start_failures": start_failures[:5],
         "start_p95_ms": ms(percentile(start_latencies, 0.95)),
-        "completed": len(completed),
-        "lost": len(lost),
-        "lost_ids": lost[:10],
-        "watch_errors": [w.error for w in watches if w.error][:5],
-        "span_s": round(span, 2) if span else None,
-        "sessions_per_min": round(60 * len(completed) / span, 1) if span else None,
-        "cpu_s_per_session": round(cpu_per_session, 3) if cpu_per_session else None,
-        "cpu_bound_per_min": round(cores * 60 / cpu_per_session, 1) if cpu_per_session else None,
+        **watched_outcome(watches, records, began, cpu_before, cpu_after),
         "status_polls": len(poller.latencies_s),
         "status_errors": poller.errors,
         "status_p95_ms": ms(percentile(poller.latencies_s, 0.95)),
-        "live_events": len(lags),
-        "event_lag_p50_ms": ms(percentile(lags, 0.5)),
-        "event_lag_p95_ms": ms(percentile(lags, 0.95)),
     }
 
 
@@ -243,15 +224,12 @@ async def _throughput(result: BenchResult, workdir: Path, sizes: ClusterSizes, p
                 async with running_cluster(env, workdir / label, workers) as cluster:
                     row = await run_watched(cluster, sizes.throughput_sessions, sizes.max_iterations)
             rows.append(row)
-            bound = row["cpu_bound_per_min"]
-            result.add(
+            add_throughput(
+                result,
                 f"throughput, {workers} worker{'s' if workers > 1 else ''}: sessions per minute",
-                row["sessions_per_min"],
-                "/min",
-                target=round(THROUGHPUT_FRACTION_OF_CPU_BOUND * bound, 1) if bound else None,
-                comparison=">=" if bound else None,
-                note=f"CPU bound {bound}/min ({row['cpu_s_per_session']} CPU-s per session, API node + workers); "
-                f"{row['completed']}/{row['sessions']} completed, {row['lost']} lost",
+                row,
+                processes="API node + workers",
+                note=f"; {row['completed']}/{row['sessions']} completed, {row['lost']} lost",
             )
     result.details["throughput"] = rows
 

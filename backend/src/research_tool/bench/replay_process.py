@@ -12,16 +12,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from research_tool.bench.server_process import ServerStartError
+from research_tool.bench.wiki_replay import PAGE_CHARS
 
 START_TIMEOUT_S = 30.0
 
 
 @asynccontextmanager
-async def replay_process(delay_s: float) -> AsyncIterator[str]:
-    """Spawn `python -m research_tool.bench.wiki_replay`; yields its base URL; kills it on exit."""
+async def replay_process(delay_s: float, page_chars: int = PAGE_CHARS) -> AsyncIterator[str]:
+    """Spawn `python -m research_tool.bench.wiki_replay` (pages cut to `page_chars`); yields its base URL;
+    kills it on exit."""
+    command = [sys.executable, "-m", "research_tool.bench.wiki_replay", "--delay", str(delay_s)]
     process = await asyncio.to_thread(
         subprocess.Popen,
-        [sys.executable, "-m", "research_tool.bench.wiki_replay", "--delay", str(delay_s)],
+        [*command, "--page-chars", str(page_chars)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -113,10 +113,32 @@ def _spawn(command: list[str], env: dict[str, str], workdir: Path, stderr_path: 
 
 
 @asynccontextmanager
+async def spawned_server(
+    command: list[str],
+    port: int,
+    env: dict[str, str],
+    workdir: Path,
+    client: httpx.AsyncClient,
+    *,
+    stderr_name: str,
+) -> AsyncIterator[ServerProcess]:
+    """Spawn `command` (a server that listens on `port`) in `workdir` with its stderr in `workdir/stderr_name`,
+    wait for /healthz, yield it; SIGKILL it on exit if it still runs, and reap it."""
+    stderr_path = workdir / stderr_name
+    started = time.time()
+    process = await asyncio.to_thread(_spawn, command, env, workdir, stderr_path)
+    server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=stderr_path)
+    try:
+        await wait_healthy(server, client)
+        yield server
+    finally:
+        await asyncio.to_thread(_kill_and_wait, process)
+
+
+@asynccontextmanager
 async def uvicorn_server(env: dict[str, str], workdir: Path, client: httpx.AsyncClient) -> AsyncIterator[ServerProcess]:
     """Spawn the server, wait for /healthz, yield it; SIGKILL it on exit if it still runs."""
     port = free_port()
-    stderr_path = workdir / f"uvicorn-{port}.stderr"
     command = [
         sys.executable,
         "-m",
@@ -132,16 +154,8 @@ async def uvicorn_server(env: dict[str, str], workdir: Path, client: httpx.Async
         "--log-level",
         "warning",
     ]
-    started = time.time()
-    process = await asyncio.to_thread(_spawn, command, env, workdir, stderr_path)
-    server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=stderr_path)
-    try:
-        await wait_healthy(server, client)
+    async with spawned_server(command, port, env, workdir, client, stderr_name=f"uvicorn-{port}.stderr") as server:
         yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(process.wait, 30)
 
 
 def research_tool_command(*args: str) -> list[str]:
@@ -157,16 +171,9 @@ async def cli_api_node(
     SIGKILLed on exit if it still runs."""
     port = free_port()
     args = ["serve", "--host", "127.0.0.1", "--port", str(port)] + ([] if worker else ["--no-worker"])
-    started = time.time()
-    process = await asyncio.to_thread(
-        _spawn, research_tool_command(*args), env, workdir, workdir / f"api-{port}.stderr"
-    )
-    server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=workdir / f"api-{port}.stderr")
-    try:
-        await wait_healthy(server, client)
+    command = research_tool_command(*args)
+    async with spawned_server(command, port, env, workdir, client, stderr_name=f"api-{port}.stderr") as server:
         yield server
-    finally:
-        await asyncio.to_thread(_kill_and_wait, process)
 
 
 async def start_cli_worker(env: dict[str, str], workdir: Path, name: str, ready_text: str) -> ServerProcess:

@@ -9,19 +9,23 @@ provider (a process of its own, 10 ms per request).
    empty).
 2. Memory: another fresh server (storage_memory_server: the same app under uvicorn, plus a memory probe)
    runs `rss_sessions` small sessions (simple tier, one cycle, json export, `concurrency` at a time) in rounds
-   of `rss_step`; after each round, with no session in flight, the server runs a full garbage collection and
-   reports its RSS and its Python heap (tracemalloc, counted from the first session).
+   of `rss_step`, against a replay of its own whose pages are cut to MEMORY_PAGE_CHARS (every per-session
+   structure of the server is used as with whole pages, at a fraction of the engine's CPU); after each round,
+   with no session in flight, the server runs a full garbage collection and reports its RSS and its Python
+   heap (tracemalloc, counted from the first session).
    Figures: RSS and Python-heap growth per finished session over the second half of the run (least-squares
-   slopes; the first half lets SQLite's page caches, the allocator's arenas and the engine's bounded caches
-   fill up); targets <= 1 KB per session of RSS and <= 0.1 KB of Python heap, i.e. flat: a server that has
-   finished 1,000 sessions holds no more than one that has finished 500.
+   slopes). The first half is the warm-up the slopes leave out: SQLite's page caches (512 KiB a connection),
+   the allocator's arenas, the worker threads and the engine's bounded caches fill up in it. "Flat" is the
+   steady state: targets <= 1 KB per session of RSS and <= 0.1 KB of Python heap, i.e. a server that has
+   finished 1,000 sessions holds no more than one that has finished 500. For attributing growth,
+   `snapshot_frames` > 0 makes the server dump a tracemalloc snapshot at every probe (see
+   storage_memory_server).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -37,10 +41,9 @@ from research_tool.bench.results import BenchResult
 from research_tool.bench.server_process import (
     ServerProcess,
     ServerStartError,
-    _spawn,
     free_port,
+    spawned_server,
     uvicorn_server,
-    wait_healthy,
 )
 from research_tool.bench.session_storage import storage_per_session
 from research_tool.bench.storage_memory_server import PROBE_SIGNAL, probe_path
@@ -62,6 +65,10 @@ RSS_SLOPE_TARGET_KB = 1.0
 HEAP_SLOPE_TARGET_KB = 0.1  # no Python object kept per session (the smallest dict is ~0.2 KB)
 PROBE_TIMEOUT_S = 60.0
 SESSION_TIMEOUT_S = 120.0
+# The memory part's pages are short: a session still goes through every per-session structure of the server
+# (admission, runner, event log and fan-out, checkpoints, content store, export) with a seventh of the text
+# to read, so a thousand of them fit in minutes on a shared machine.
+MEMORY_PAGE_CHARS = 3000
 
 
 def _body(i: int, *, tier: str, max_iterations: int, formats: list[str]) -> dict[str, Any]:
@@ -164,23 +171,22 @@ async def _probe(server: ServerProcess, probe_dir: Path, number: int) -> dict[st
 
 @asynccontextmanager
 async def _probed_server(
-    env: BenchEnvironment, workdir: Path, client: httpx.AsyncClient
+    env: BenchEnvironment, workdir: Path, client: httpx.AsyncClient, snapshot_frames: int = 0
 ) -> AsyncIterator[ServerProcess]:
     """The app under uvicorn as `uvicorn_server` runs it, in storage_memory_server (which answers probes)."""
     port = free_port()
     probe_dir = workdir / "probes"
-    command = [sys.executable, "-m", "research_tool.bench.storage_memory_server", str(port), str(probe_dir)]
-    stderr_path = workdir / f"server-{port}.stderr"
-    started = time.time()
-    process = await asyncio.to_thread(_spawn, command, env.process_env(), workdir, stderr_path)
-    server = ServerProcess(process=process, port=port, started_wall=started, stderr_path=stderr_path)
-    try:
-        await wait_healthy(server, client)
+    command = [
+        sys.executable,
+        "-m",
+        "research_tool.bench.storage_memory_server",
+        str(port),
+        str(probe_dir),
+        str(snapshot_frames),
+    ]
+    stderr_name = f"server-{port}.stderr"
+    async with spawned_server(command, port, env.process_env(), workdir, client, stderr_name=stderr_name) as server:
         yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(process.wait, 30)
 
 
 def _slopes(samples: list[tuple[int, int]], sessions: int) -> dict[str, float | None]:
@@ -196,7 +202,13 @@ def _slopes(samples: list[tuple[int, int]], sessions: int) -> dict[str, float | 
 
 
 async def _memory(
-    workdir: Path, wiki_url: str, client: httpx.AsyncClient, sessions: int, concurrency: int, step: int
+    workdir: Path,
+    wiki_url: str,
+    client: httpx.AsyncClient,
+    sessions: int,
+    concurrency: int,
+    step: int,
+    snapshot_frames: int = 0,
 ) -> dict[str, Any]:
     """`sessions` small sessions in rounds of `step`; after each round (no session in flight) the server
     collects its garbage and reports its RSS and traced Python heap."""
@@ -206,7 +218,7 @@ async def _memory(
         max_concurrent_sessions=concurrency,
     )
     probe_dir = workdir / "memory" / "probes"
-    async with _probed_server(env, workdir / "memory", client) as server:
+    async with _probed_server(env, workdir / "memory", client, snapshot_frames) as server:
         idle = await _probe(server, probe_dir, 1)  # also starts tracing: the heap counts from here
         rss: list[tuple[int, int]] = []
         heap: list[tuple[int, int]] = []
@@ -262,12 +274,11 @@ async def run_storage(
     )
     started = time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency + 10, max_keepalive_connections=concurrency + 10)
-    async with (
-        replay_process(LATENCY_S) as wiki_url,
-        httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client,
-    ):
-        disk = await _disk(workdir, wiki_url, client, sessions, concurrency, max_iterations)
-        memory = await _memory(workdir, wiki_url, client, rss_sessions, concurrency, rss_step)
+    async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
+        async with replay_process(LATENCY_S) as wiki_url:
+            disk = await _disk(workdir, wiki_url, client, sessions, concurrency, max_iterations)
+        async with replay_process(LATENCY_S, page_chars=MEMORY_PAGE_CHARS) as wiki_url:
+            memory = await _memory(workdir, wiki_url, client, rss_sessions, concurrency, rss_step)
     n = disk["sessions"]
     result.add(
         "checkpoint bytes per completed session",

@@ -8,7 +8,10 @@ the interpreter's allocated blocks, and the bytes SQLite has allocated (sqlite3_
 statements). The first probe starts tracemalloc with one frame per trace (its cheapest form), so what it
 counts is what the sessions run after it allocated and kept.
 
-    python -m research_tool.bench.storage_memory_server PORT PROBE_DIR
+    python -m research_tool.bench.storage_memory_server PORT PROBE_DIR [SNAPSHOT_FRAMES]
+
+With SNAPSHOT_FRAMES > 0 tracing keeps that many frames per trace and every probe also dumps a tracemalloc
+snapshot (`snapshot-<n>.tracemalloc`) to diff: where the heap grew between two rounds.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ KEEP_ALIVE_S = 300
 
 def probe_path(probe_dir: Path, number: int) -> Path:
     return probe_dir / f"probe-{number}.json"
+
+
+def snapshot_path(probe_dir: Path, number: int) -> Path:
+    return probe_dir / f"snapshot-{number}.tracemalloc"
 
 
 def _sqlite_memory_used() -> Callable[[], int] | None:
@@ -72,8 +79,10 @@ def memory_figures() -> dict[str, Any]:
 class MemoryProbe:
     """Answers PROBE_SIGNAL on the running event loop (never inside whatever the signal interrupted)."""
 
-    def __init__(self, probe_dir: Path) -> None:
+    def __init__(self, probe_dir: Path, frames: int = 1, snapshots: bool = False) -> None:
         self.probe_dir = probe_dir
+        self.frames = frames
+        self.snapshots = snapshots
         self.count = 0
 
     def on_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -82,8 +91,10 @@ class MemoryProbe:
     def write(self) -> None:
         self.count += 1
         if not tracemalloc.is_tracing():
-            tracemalloc.start(1)
+            tracemalloc.start(self.frames)
         figures = memory_figures()
+        if self.snapshots:  # for attributing growth: diff two of them (tracemalloc.Snapshot.load, compare_to)
+            tracemalloc.take_snapshot().dump(str(snapshot_path(self.probe_dir, self.count)))
         path = probe_path(self.probe_dir, self.count)
         partial = path.with_suffix(".part")
         partial.write_text(json.dumps(figures))
@@ -92,8 +103,9 @@ class MemoryProbe:
 
 def main(argv: list[str]) -> int:
     port, probe_dir = int(argv[0]), Path(argv[1])
+    frames = int(argv[2]) if len(argv) > 2 else 0
     probe_dir.mkdir(parents=True, exist_ok=True)
-    probe = MemoryProbe(probe_dir)
+    probe = MemoryProbe(probe_dir, frames=max(1, frames), snapshots=frames > 0)
     signal.signal(PROBE_SIGNAL, probe.on_signal)
     config = uvicorn.Config(
         create_app,

@@ -65,11 +65,15 @@ class Arrival:
     path: str
 
 
-def build_pages(modules: tuple[str, ...] = MODULES) -> list[Page]:
+PAGE_CHARS = 20000
+
+
+def build_pages(modules: tuple[str, ...] = MODULES, page_chars: int = PAGE_CHARS) -> list[Page]:
+    """One page per module: its pydoc text, cut to `page_chars` characters."""
     pages = []
     for i, name in enumerate(modules, start=1):
         text = pydoc.plain(pydoc.render_doc(name))
-        text = re.sub(r"\n{3,}", "\n\n", text)[:20000]
+        text = re.sub(r"\n{3,}", "\n\n", text)[:page_chars]
         pages.append(
             Page(pageid=1000 + i, title=f"Python {name} module", text=text, words=set(WORD.findall(text.lower())))
         )
@@ -213,16 +217,17 @@ def running_wiki(delay_s: float = 0.0, pages: list[Page] | None = None) -> Itera
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m research_tool.bench.wiki_replay --delay S`: serve in this process (a benchmark runs the
-    replay in its own process, so that the replay's work does not share a GIL with the measuring client);
-    prints the base URL as its first line, then serves until killed."""
+    """`python -m research_tool.bench.wiki_replay --delay S [--page-chars N]`: serve in this process (a
+    benchmark runs the replay in its own process, so that the replay's work does not share a GIL with the
+    measuring client); prints the base URL as its first line, then serves until killed."""
     import argparse
     import sys
 
     parser = argparse.ArgumentParser(description="Wikipedia / Semantic Scholar replay server on 127.0.0.1")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--page-chars", type=int, default=PAGE_CHARS, help="each page's text cut to this length")
     args = parser.parse_args(argv)
-    with running_wiki(args.delay) as (url, _):
+    with running_wiki(args.delay, build_pages(page_chars=args.page_chars)) as (url, _):
         sys.stdout.write(url + "\n")
         sys.stdout.flush()
         threading.Event().wait()

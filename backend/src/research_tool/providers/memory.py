@@ -14,9 +14,10 @@ results get cited ranks above it, a failing one below it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiosqlite
 from pydantic import BaseModel, ConfigDict
@@ -81,6 +82,25 @@ def _score(stats: ProviderStats | None, domain_ratio: float) -> float:
 
 # One stats row as storage returns it: (provider, calls, results, citations, failures).
 StatsRow = tuple[str, int, int, int, int]
+# The columns both storages read, in this order (`SELECT provider, calls, ...`).
+STATS_COLUMNS = ("provider", "calls", "results", "citations", "failures")
+FAILURE_COLUMNS = ("provider", "url", "query", "error_type", "message", "iteration", "at")
+
+
+def stats_row(values: Sequence[Any]) -> StatsRow:
+    """A stats row from the values of `STATS_COLUMNS`, in that order, as either database returns them."""
+    provider, calls, results, citations, failures = values
+    return (str(provider), int(calls), int(results), int(citations), int(failures))
+
+
+def failure_from_row(values: Sequence[Any]) -> AccessFailure:
+    """An access failure from the values of `FAILURE_COLUMNS`, in that order."""
+    return AccessFailure.model_validate(dict(zip(FAILURE_COLUMNS, values, strict=True)))
+
+
+def failure_values(domain: str, failure: AccessFailure) -> tuple[Any, ...]:
+    """The values of an `access_failures` insert: (domain, *FAILURE_COLUMNS)."""
+    return (domain, *(getattr(failure, column) for column in FAILURE_COLUMNS))
 
 
 class MemoryStorage(Protocol):
@@ -147,16 +167,7 @@ class SqliteMemoryStorage:
                 INSERT INTO access_failures (domain, provider, url, query, error_type, message, iteration, at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                (
-                    domain,
-                    failure.provider,
-                    failure.url,
-                    failure.query,
-                    failure.error_type,
-                    failure.message,
-                    failure.iteration,
-                    failure.at,
-                ),
+                failure_values(domain, failure),
             )
             await db.commit()
 
@@ -168,7 +179,7 @@ class SqliteMemoryStorage:
                 (domain,),
             )
             rows = await cursor.fetchall()
-        return [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+        return [stats_row(r) for r in rows]
 
     async def failure_rows(self, limit: int, provider: str | None) -> list[AccessFailure]:
         await self.initialize()
@@ -181,10 +192,7 @@ class SqliteMemoryStorage:
         async with aiosqlite.connect(self.path) as db:
             cursor = await db.execute(query, (*params, max(limit, 0)))
             rows = await cursor.fetchall()
-        return [
-            AccessFailure(provider=r[0], url=r[1], query=r[2], error_type=r[3], message=r[4], iteration=r[5], at=r[6])
-            for r in rows
-        ]
+        return [failure_from_row(r) for r in rows]
 
 
 class MemoryStore:

@@ -3,18 +3,14 @@
 One process owns the sessions database (DESIGN: one worker), so `SessionStore` keeps a write-through cache
 of the records it has read or written: `get` (every `GET /status`) answers from memory instead of queueing
 behind event appends and progress updates on the one shared connection. `list` and `active` read SQLite.
-Unfinished sessions are cached, plus the FINISHED_CACHE_SIZE most recently finished or read (a UI polls a
-session that just ended; at a thousand sessions those reads were the status route's trips to SQLite): the
-server's memory does not grow with the sessions it has finished.
+Only unfinished sessions are cached, so a server's memory does not grow with the sessions it has finished.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn
 
 import aiosqlite
@@ -47,11 +43,36 @@ def _record(row: aiosqlite.Row) -> SessionRecord:
 
 
 MAX_PREFIX_MATCHES_SHOWN = 3
-FINISHED_CACHE_SIZE = 1024  # finished records kept in memory, most recently finished or read
 
 
 def _not_found(session_id: str) -> NoReturn:
     raise SessionNotFoundError(f"unknown session id: {session_id}")
+
+
+async def resolve_session_id(
+    id_or_prefix: str,
+    *,
+    exists: Callable[[str], Awaitable[bool]],
+    ids_starting_with: Callable[[str, int], Awaitable[list[str]]],
+) -> str:
+    """The full id of the one session whose id is, or starts with, `id_or_prefix` (as `sessions` shows it).
+
+    Both session stores answer this way: `exists` checks a full id, `ids_starting_with(prefix, limit)` lists up
+    to `limit` ids in id order that start with the prefix. None is not found; more than one is ambiguous.
+    """
+    if not id_or_prefix:
+        _not_found(id_or_prefix)
+    if await exists(id_or_prefix):
+        return id_or_prefix
+    matches = await ids_starting_with(id_or_prefix, MAX_PREFIX_MATCHES_SHOWN + 1)
+    if not matches:
+        _not_found(id_or_prefix)
+    if len(matches) > 1:
+        shown = ", ".join(matches[:MAX_PREFIX_MATCHES_SHOWN]) + (
+            ", ..." if len(matches) > MAX_PREFIX_MATCHES_SHOWN else ""
+        )
+        raise BadInputError(f"session id prefix {id_or_prefix!r} is ambiguous: it matches {shown}")
+    return matches[0]
 
 
 JSON_COLUMNS = frozenset({"progress", "pending_questions", "clarify_answers"})
@@ -67,7 +88,6 @@ class SessionStore:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
         self._cache: dict[str, SessionRecord] = {}  # unfinished sessions only
-        self._finished: OrderedDict[str, SessionRecord] = OrderedDict()  # bounded: FINISHED_CACHE_SIZE
         # Writes so far (any session): a read that raced a write does not fill the cache.
         self._generation = 0
         self._creates = GroupCommit(
@@ -90,8 +110,6 @@ class SessionStore:
 
     async def get(self, session_id: str) -> SessionRecord:
         cached = self._cache.get(session_id)
-        if cached is None and (cached := self._finished.get(session_id)) is not None:
-            self._finished.move_to_end(session_id)
         if cached is not None:
             return cached.model_copy(deep=True)
         generation_before = self._generation
@@ -100,48 +118,25 @@ class SessionStore:
         if row is None:
             raise SessionNotFoundError(f"unknown session id: {session_id}")
         record = _record(row)
-        if self._generation == generation_before:
-            self._remember(record.model_copy(deep=True))
+        if self._generation == generation_before and not record.finished:
+            self._cache[session_id] = record.model_copy(deep=True)
         return record
 
-    def _remember(self, record: SessionRecord) -> None:
-        if not record.finished:
-            self._cache[record.id] = record
-            return
-        self._finished[record.id] = record
-        self._finished.move_to_end(record.id)
-        while len(self._finished) > FINISHED_CACHE_SIZE:
-            self._finished.popitem(last=False)
-
-    def _forget(self, session_id: str) -> None:
-        self._cache.pop(session_id, None)
-        self._finished.pop(session_id, None)
-
     async def exists(self, session_id: str) -> bool:
-        if session_id in self._cache or session_id in self._finished:
+        if session_id in self._cache:
             return True
         async with self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) as cur:
             return await cur.fetchone() is not None
 
     async def resolve(self, id_or_prefix: str) -> str:
         """The full id of the one session whose id is, or starts with, `id_or_prefix` (as `sessions` shows it)."""
-        if not id_or_prefix:
-            _not_found(id_or_prefix)
-        if await self.exists(id_or_prefix):
-            return id_or_prefix
+        return await resolve_session_id(id_or_prefix, exists=self.exists, ids_starting_with=self._ids_starting_with)
+
+    async def _ids_starting_with(self, prefix: str, limit: int) -> list[str]:
         async with self._conn.execute(
-            "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?",
-            (len(id_or_prefix), id_or_prefix, MAX_PREFIX_MATCHES_SHOWN + 1),
+            "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?", (len(prefix), prefix, limit)
         ) as cur:
-            matches = [str(row[0]) for row in await cur.fetchall()]
-        if not matches:
-            _not_found(id_or_prefix)
-        if len(matches) > 1:
-            shown = ", ".join(matches[:MAX_PREFIX_MATCHES_SHOWN]) + (
-                ", ..." if len(matches) > MAX_PREFIX_MATCHES_SHOWN else ""
-            )
-            raise BadInputError(f"session id prefix {id_or_prefix!r} is ambiguous: it matches {shown}")
-        return matches[0]
+            return [str(row[0]) for row in await cur.fetchall()]
 
     async def list_page(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
         async with self._conn.execute(
@@ -167,22 +162,26 @@ class SessionStore:
         self._generation += 1
         # The cache takes the write when it is issued, as the shared connection did (a read queued behind an
         # UPDATE sees it): a check-then-update by one caller is not interleaved with another's read.
-        cached = self._cache.get(session_id) or self._finished.get(session_id)
+        cached = self._cache.get(session_id)
         if cached is not None:
-            self._forget(session_id)
-            # a value a read would reject is not cached: the next read says so
-            with contextlib.suppress(ValidationError):
-                self._remember(_updated(cached, encoded))  # finished: kept among the recent ones only
+            try:
+                updated = _updated(cached, encoded)
+                if updated.finished:
+                    del self._cache[session_id]  # finished: read from SQLite from now on
+                else:
+                    self._cache[session_id] = updated
+            except ValidationError:
+                self._cache.pop(session_id, None)  # a value a read would reject: let the next read say so
         try:
             # autocommit (storage.open_database): durable once executed
             await self._conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*encoded.values(), session_id))
         except BaseException:
-            self._forget(session_id)  # the row is what SQLite says it is: read it again next time
+            self._cache.pop(session_id, None)  # the row is what SQLite says it is: read it again next time
             raise
 
     async def delete(self, session_id: str) -> None:
         self._generation += 1
-        self._forget(session_id)
+        self._cache.pop(session_id, None)
         await self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         await self._conn.commit()
 

@@ -48,6 +48,7 @@ AnswerType = Literal[
 MAX_SENTENCES_PER_SOURCE = 300
 MAX_TYPED_CANDIDATES = 40
 MIN_PREFIX = 5
+SHARED_PREFIX = 8  # long words sharing this many letters are one word misspelt or inflected
 MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
@@ -57,13 +58,14 @@ CODE_BONUS = 0.25  # how-to: a code-like span
 SOURCE_PRIOR = 0.12  # [1] gets this much more than the last source
 RESTATES_PENALTY = 0.2  # fewer than two content words beyond the question's
 CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
-CHAIN_BONUS = 0.1  # the far end of a chain answers; the link only leads to it
+CHAIN_BONUS = 0.15  # the far end of a chain answers; the link only leads to it
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
 SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
 SHORT_OTHER_SIDE = 1.0
 SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
+SHORT_HEAD_PHRASE_BONUS = 2.0  # the words before the question's head noun, with it ("a progressive tax system")
 SHORT_SUBJECT_BONUS = 2.0  # a name opening the lead, when the question asks for the subject ("who founded X?")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
@@ -88,6 +90,10 @@ _TYPE_WORDS: dict[str, frozenset[str]] = {
     "place": frozenset(["place", "location"]),
     "thing": frozenset(["name"]),
 }
+_PREPOSITIONS = frozenset(
+    ["into", "to", "from", "in", "on", "at", "with", "by", "for", "about", "after", "before", "under", "over",
+     "out", "up", "off", "through", "during", "against", "upon"]
+)  # fmt: skip
 _GENERIC_HOWTO = frozenset(["python", "way", "program", "code", "object", "thing"])
 _DEFINING_RE = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+((?:[\w'’-]+[\s,]*){1,10})")
 
@@ -103,6 +109,7 @@ class QuestionIntent:
     name_stems: frozenset[str]
     aspects: tuple[frozenset[str], ...]  # how-to parts; one aspect (all terms) otherwise
     head_terms: frozenset[str] = frozenset()  # "which <head>": the head noun's stems
+    head_noun: str | None = None  # its last word's stem ("which American show" -> "show"), when a noun
     comparison: bool = False
 
     @property
@@ -157,8 +164,25 @@ def classify_question(question: str) -> QuestionIntent:
         name_stems=frozenset(name_stems),
         aspects=aspects,
         head_terms=head_terms,
+        head_noun=_head_noun(text, slot.terms),
         comparison=answer_type == "yes_no" and bool(_COMPARISON_RE.search(text)),
     )
+
+
+def _head_noun(text: str, terms: Sequence[str]) -> str | None:
+    """The stem of the noun a "what/which <head>" question asks about, or None: "What came into force?"
+    names no kind (a preposition after the word marks a verb)."""
+    if not terms:
+        return None
+    head = terms[-1].casefold()
+    after = re.search(rf"\b({re.escape(head)})\s+(\w+)", text, re.IGNORECASE)
+    if after is not None and after.group(1)[:1].isupper() and after.group(2).islower():
+        # "Which American show ...": a capitalised word qualifies the noun that follows it
+        head = after.group(2)
+        after = re.search(rf"\b({re.escape(head)})\s+(\w+)", text, re.IGNORECASE)
+    if head in _PREPOSITIONS or (after is not None and after.group(2).casefold() in _PREPOSITIONS):
+        return None
+    return stem(head)
 
 
 def _inner(name: str) -> bool:
@@ -265,7 +289,12 @@ def matched(terms: Iterable[str], stems: frozenset[str]) -> frozenset[str]:
     for term in terms:
         if term in stems or (
             len(term) >= MIN_PREFIX
-            and any(s.startswith(term) or (len(s) >= MIN_PREFIX and term.startswith(s)) for s in stems)
+            and any(
+                s.startswith(term)
+                or (len(s) >= MIN_PREFIX and term.startswith(s))
+                or (len(s) >= SHARED_PREFIX and s[:SHARED_PREFIX] == term[:SHARED_PREFIX])
+                for s in stems
+            )
         ):
             out.add(term)
     return frozenset(out)
@@ -398,6 +427,9 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
         return _yes_no(intent, docs, pool)
     if intent.answer_type == "howto":
         return _howto(intent, docs, pool)
+    choice = _choice(intent, docs)
+    if choice is not None:
+        return choice
     ranked = sorted(pool, key=lambda c: (-c.score, c.n, c.index))
     lead = ranked[0]
     if not _answers(intent, lead):
@@ -465,6 +497,22 @@ _WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
 _VALUE_RE = re.compile(r"^[-–€$£]?\d[\d,.]*(?:[–-]\d[\d,.]*)?%?$")
 _AUXILIARY = r"(?:did|does|do|is|was|are|were|has|have|had|can|could|will|would|should|may|might|must)"
 _LOOSE_TYPES = frozenset(["person", "place", "organization"])  # a name the finder could not type may be one
+_VALUE_TYPES = frozenset(["date", "number"])
+_GENERIC_MODIFIERS = frozenset(
+    ["another", "other", "same", "new", "first", "last", "main", "primary", "such", "certain", "different",
+     "various", "similar", "particular", "specific", "whole", "entire", "own", "current", "original", "second"]
+)  # fmt: skip
+_GROUP_OF_RE = re.compile(
+    r"\b((?:[a-z]+\s+)?(?:number|group|majority|minority|handful|couple|pair|team|panel|body|dozens|hundreds|"
+    r"thousands|millions)\s+of\s+)$"
+)
+_LOCATED_RE = re.compile(r"^(.+?)\s+in\s+(\S.*)$")
+_KIND_WORDS = frozenset(stem(w) for w in ["kind", "type", "sort", "form", "variety"])
+_CALENDAR_RE = re.compile(
+    r"^(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Spring|Summer|Autumn|Fall|Winter)$",
+    re.IGNORECASE,
+)  # a lone month or season is a time, never a name
 _CLAUSE_BREAK = re.compile(r"[,;:()\u2014\"]|\s[\u2013-]\s")
 
 
@@ -491,15 +539,26 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if measure is not None and stem(measure.group(1).casefold()) in _MEASURE_HEADS:
         expected = ("number",)  # "what percentage", "what fee": a value
     spans: list[_Span] = []
+    located: list[_Span] = []  # the place a name of the question's is "in"
     for mention in find_mentions(lead.statement):
         if _named_in_question(mention.text, intent):
             continue
-        first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
+        start = mention.start + _located_at(mention.text, intent)
+        group = _GROUP_OF_RE.search(lead.statement[: mention.start])
+        if group is not None and start == mention.start:
+            start = group.start(1)  # "a small number of X": the group is the answer, not X alone
+        first = next((i for i, (a, b, _) in enumerate(tokens) if b > start), None)
         last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
         if first is None or last is None or last < first or (first == last == 0 and mention.entity_type == "other"):
             continue  # a lone capital opening the sentence ("Under", "Normally") is no name
-        typed = mention.entity_type in expected or (mention.entity_type == "other" and _LOOSE_TYPES & set(expected))
+        typed = mention.entity_type in expected or (
+            mention.entity_type not in _VALUE_TYPES
+            and not _CALENDAR_RE.match(mention.text)
+            and _LOOSE_TYPES & set(expected)
+        )  # the name finder often confuses people, places and organisations: any name may be the one asked for
         spans.append(_Span(first, last + 1, bool(typed), mention=True))
+        if start > mention.start:
+            located.append(spans[-1])
     for quoted in _QUOTED_RE.finditer(lead.statement):  # a quoted name ("the name "X"")
         inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
         if inner and not all(in_question[i] for i in inner):
@@ -514,6 +573,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     copular = _copular_span(intent, tokens, in_question)
     if copular is not None:
         spans.append(copular)
+    head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
+    appositives = _appositives(intent, tokens, in_question, lead.statement)
+    spans += head_phrases + appositives
     run: int | None = None
     for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
         # a run of words outside the question, not crossing a clause break (comma, dash, parenthesis)
@@ -568,6 +630,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         return (
             closeness
             + (SHORT_HEAD_BONUS if sp == copular else 0.0)
+            + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
+            + (SHORT_HEAD_BONUS if sp in located else 0.0)
+            + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
             + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and sp.first == 0 else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
@@ -579,6 +644,15 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
         last += 1  # "a progressive tax system": the head noun completes the phrase it ends
     return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
+
+
+def _located_at(name: str, intent: QuestionIntent) -> int:
+    """Where the part of a name the question does not give starts: "<the asked school> in <town>" -> the
+    town's offset (the name finder reads the place into the name); 0 otherwise."""
+    match = _LOCATED_RE.match(name)
+    if match is None or not _named_in_question(match.group(1), intent):
+        return 0
+    return match.start(2)
 
 
 def _asks_for_subject(question: str) -> bool:
@@ -617,6 +691,57 @@ def _copular_span(intent: QuestionIntent, tokens: list[tuple[int, int, str]], in
             if after < len(tokens) and in_question[after]:
                 return _Span(0, i, False)
     return None
+
+
+def _head_phrases(
+    intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
+) -> list[_Span]:
+    """ "What system ...?", "What kind of pigments ...?": the words the sentence puts before the question's
+    head noun name the kind asked for ("a progressive tax system", "phycobilin pigments"): the phrase they
+    make with the head, when at least one of them is not the question's."""
+    out = []
+    for h, (_, _, token) in enumerate(tokens):
+        key = stem(token.casefold())
+        if not in_question[h] or key != intent.head_noun or key in _KIND_WORDS:
+            continue
+        first = h
+        while (
+            first > 0
+            and h - first < SHORT_ANSWER_WORDS - 1
+            and (not in_question[first - 1] or stem(tokens[first - 1][2].casefold()) in intent.head_terms)
+            and not _stop(tokens[first - 1][2])
+            and not _CLAUSE_BREAK.search(text[tokens[first - 1][1] : tokens[first][0]])
+        ):
+            first -= 1
+        while first < h and tokens[first][2].casefold() in _GENERIC_MODIFIERS:
+            first += 1  # "another toxin", "the main logo": no kind named
+        if not all(in_question[first:h]):
+            out.append(_Span(first, h + 1, False))
+    return out
+
+
+def _appositives(
+    intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
+) -> list[_Span]:
+    """ "What crop ...?": "a major food crop, sorghum, along with ...": the words set off by a comma right
+    after the question's head noun name it."""
+    out = []
+    for h in range(len(tokens) - 1):
+        if not in_question[h] or stem(tokens[h][2].casefold()) != intent.head_noun:
+            continue
+        if text[tokens[h][1] : tokens[h + 1][0]].strip() != ",":
+            continue
+        last = h + 1
+        while (
+            last < len(tokens)
+            and last - h <= SHORT_ANSWER_WORDS
+            and (last == h + 1 or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
+        ):
+            last += 1
+        closed = last < len(tokens) and _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]])
+        if closed and not all(in_question[h + 1 : last]):
+            out.append(_Span(h + 1, last, False))  # an appositive closed by a comma or dash, not the clause's end
+    return out
 
 
 def _joined(spans: Sequence[_Span], tokens: list[tuple[int, int, str]], text: str) -> list[_Span]:
@@ -777,6 +902,55 @@ def _api_name(lead: Candidate, doc: SourceDoc | None, intent: QuestionIntent | N
         return f"{name.removeprefix('class ').strip()}({', '.join(f'{a}=...' for a in asked[:2]) or '...'})"
     spans = [m.group(0).strip("`(") for m in _CODE_SPAN_RE.finditer(lead.statement)]
     return spans[0] if spans else (doc.title if doc else None)
+
+
+# --- choices ("which came first, A or B?") -----------------------------------------------------------
+
+_EARLIEST_RE = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before|sooner)\b", re.IGNORECASE)
+_LATEST_RE = re.compile(
+    r"\b(?:last|later|latest|younger|youngest|newer|newest|more recent|most recent)\b", re.IGNORECASE
+)
+_YEAR_RE = re.compile(r"\b(1\d{3}|20\d{2})\b")
+CHOICE_SENTENCES = 3  # a page's year is read from its first sentences (born, formed, founded, published)
+
+
+def _choice(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> AnswerSelection | None:
+    """ "Which came first, A or B?", "Who is older, A or B?": each option's own page gives its year (its
+    first sentences: born, formed, published); the earlier (or the later) leads, the other follows, and the
+    short answer is the option. None when the question is no such choice or a year is missing."""
+    earliest = _EARLIEST_RE.search(intent.text) is not None
+    if not earliest and _LATEST_RE.search(intent.text) is None:
+        return None
+    left, sep, right = intent.text.rpartition(" or ")
+    if not sep:
+        return None
+    before = [n for n in intent.names if n in left]
+    after = [n for n in intent.names if n in right]
+    if not before or not after:
+        return None
+    options = [before[-1], after[0]]
+    dated = [_option_year(name, docs) for name in options]
+    if any(d is None for d in dated):
+        return None
+    years = [year for year, _ in (d for d in dated if d is not None)]
+    if years[0] == years[1]:
+        return None
+    pick = years.index(min(years) if earliest else max(years))
+    sentences = [d[1] for d in (dated[pick], dated[1 - pick]) if d is not None]
+    return AnswerSelection(sentences, options[pick], True)
+
+
+def _option_year(name: str, docs: Sequence[SourceDoc]) -> tuple[int, Candidate] | None:
+    """The first year on the option's own page (among its first sentences), with the sentence giving it."""
+    key = normalize_key(name).removeprefix("the ")
+    for doc in docs:
+        if doc.title_key.removeprefix("the ") != key:
+            continue  # the option's own page, not one whose title merely contains its name
+        for c in doc.candidates[:CHOICE_SENTENCES]:
+            year = _YEAR_RE.search(c.statement)
+            if year is not None:
+                return int(year.group(1)), c
+    return None
 
 
 # --- yes/no ---------------------------------------------------------------------------------------------

@@ -4,7 +4,14 @@ when RESEARCH_DATABASE_URL is set, shared by every worker."""
 from __future__ import annotations
 
 from research_tool.models.entities import AccessFailure, utc_now_iso
-from research_tool.providers.memory import StatsRow
+from research_tool.providers.memory import (
+    FAILURE_COLUMNS,
+    STATS_COLUMNS,
+    StatsRow,
+    failure_from_row,
+    failure_values,
+    stats_row,
+)
 from research_tool.runtime.postgres.pool import Pool
 
 
@@ -38,16 +45,7 @@ class PostgresMemoryStorage:
             await conn.execute(
                 "INSERT INTO access_failures (domain, provider, url, query, error_type, message, iteration, at)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    domain,
-                    failure.provider,
-                    failure.url,
-                    failure.query,
-                    failure.error_type,
-                    failure.message,
-                    failure.iteration,
-                    failure.at,
-                ),
+                failure_values(domain, failure),
             )
 
     async def stats_rows(self, domain: str) -> list[StatsRow]:
@@ -56,10 +54,7 @@ class PostgresMemoryStorage:
                 "SELECT provider, calls, results, citations, failures FROM provider_stats WHERE domain = %s", (domain,)
             )
             rows = await cur.fetchall()
-        return [
-            (str(r["provider"]), int(r["calls"]), int(r["results"]), int(r["citations"]), int(r["failures"]))
-            for r in rows
-        ]
+        return [stats_row([r[column] for column in STATS_COLUMNS]) for r in rows]
 
     async def failure_rows(self, limit: int, provider: str | None) -> list[AccessFailure]:
         async with self._pool.connection() as conn:
@@ -69,4 +64,4 @@ class PostgresMemoryStorage:
                 {"provider": provider or None, "limit": max(limit, 0)},
             )
             rows = await cur.fetchall()
-        return [AccessFailure.model_validate(dict(r)) for r in rows]
+        return [failure_from_row([r[column] for column in FAILURE_COLUMNS]) for r in rows]

@@ -15,12 +15,12 @@ from psycopg import sql
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from research_tool.core.errors import BadInputError, SessionNotFoundError
+from research_tool.core.errors import SessionNotFoundError
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, check_session_id
 from research_tool.runtime.postgres.pool import Pool
-from research_tool.runtime.session_store import MAX_PREFIX_MATCHES_SHOWN
+from research_tool.runtime.session_store import resolve_session_id
 
 COLUMNS = (
     "id, query, request::text AS request, status, stop_reason, stop_requested, progress, pending_questions,"
@@ -101,24 +101,14 @@ class PostgresSessionStore:
 
     async def resolve(self, id_or_prefix: str) -> str:
         """The full id of the one session whose id is, or starts with, `id_or_prefix` (as `sessions` shows it)."""
-        if id_or_prefix and await self.exists(id_or_prefix):
-            return id_or_prefix
-        matches: list[str] = []
-        if id_or_prefix:
-            async with self._pool.connection() as conn:
-                cur = await conn.execute(
-                    "SELECT id FROM sessions WHERE left(id, %s) = %s ORDER BY id LIMIT %s",
-                    (len(id_or_prefix), id_or_prefix, MAX_PREFIX_MATCHES_SHOWN + 1),
-                )
-                matches = [str(row["id"]) for row in await cur.fetchall()]
-        if not matches:
-            raise SessionNotFoundError(f"unknown session id: {id_or_prefix}")
-        if len(matches) > 1:
-            shown = ", ".join(matches[:MAX_PREFIX_MATCHES_SHOWN]) + (
-                ", ..." if len(matches) > MAX_PREFIX_MATCHES_SHOWN else ""
+        return await resolve_session_id(id_or_prefix, exists=self.exists, ids_starting_with=self._ids_starting_with)
+
+    async def _ids_starting_with(self, prefix: str, limit: int) -> list[str]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT id FROM sessions WHERE left(id, %s) = %s ORDER BY id LIMIT %s", (len(prefix), prefix, limit)
             )
-            raise BadInputError(f"session id prefix {id_or_prefix!r} is ambiguous: it matches {shown}")
-        return matches[0]
+            return [str(row["id"]) for row in await cur.fetchall()]
 
     async def list_page(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
         async with self._pool.connection() as conn:
