@@ -135,6 +135,8 @@ async def test_healthz_and_metrics(api: LiveApi, wiki: tuple[str, WikiReplay]) -
     assert samples["research_session_iterations_count"] == 1.0
     assert samples["research_sessions_max_running_seen"] == 1.0
     assert "research_search_failures_total" in text
+    assert "research_event_loop_lag_seconds_count" in samples  # the loop's own delay, sampled while it serves
+    assert "research_gc_pause_seconds" in text
 
 
 async def test_following_a_finished_session_past_its_final_event_ends_at_once(api: LiveApi) -> None:

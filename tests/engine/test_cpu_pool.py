@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from research_tool.engines.cpu_pool import cpu_pool, installed_pool, run_cpu
+from research_tool.engines.cpu_pool import WORKER_NICENESS, cpu_pool, installed_pool, run_cpu
 from research_tool.engines.offline import THREAD_THRESHOLD_CHARS, OfflineEngine, extract_source
 from research_tool.graph.decisions.verification import cross_verify
 from research_tool.models.entities import Fact
@@ -47,6 +47,22 @@ async def test_run_cpu_in_a_process_pool_returns_what_a_thread_returns() -> None
         in_process = await _extract_and_verify()
     assert in_process == in_thread
     assert installed_pool() is None
+
+
+def _niceness() -> int:
+    return os.nice(0)
+
+
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="POSIX scheduling priority")
+async def test_workers_run_at_a_lower_priority_than_the_server() -> None:
+    """The event loop answering requests is scheduled before the workers' batches."""
+    server = os.nice(0)
+    async with cpu_pool(1):
+        worker = await run_cpu(_niceness)
+    assert worker == min(19, server + WORKER_NICENESS)
+    assert os.nice(0) == server  # the server's own priority is untouched
+    async with cpu_pool(1, niceness=0):
+        assert await run_cpu(_niceness) == server
 
 
 async def test_zero_workers_installs_no_pool() -> None:

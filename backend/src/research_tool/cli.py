@@ -798,7 +798,10 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with cpu_pool(settings.cpu_workers), open_research_services(settings, worker=True):
+    async with (
+        cpu_pool(settings.cpu_workers, settings.cpu_worker_niceness),
+        open_research_services(settings, worker=True),
+    ):
         stderr.print(Text("Worker started: running sessions from the shared queue (Ctrl-C stops it).", style="bold"))
         await stop.wait()
     stderr.print(Text("Worker stopped; its unfinished sessions were handed back to the queue."))

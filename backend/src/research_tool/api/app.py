@@ -29,6 +29,7 @@ from research_tool.core.logging import configure_logging, get_logger
 from research_tool.core.settings import Settings
 from research_tool.engines.cpu_pool import cpu_pool
 from research_tool.runtime.composition import ResearchServices, open_research_services
+from research_tool.runtime.loop_lag import GcPauseMonitor, LoopLagMonitor, settle_heap
 
 log = get_logger(__name__)
 
@@ -48,24 +49,31 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_format, settings.log_level)
     metrics = ApiMetrics()
+    loop_lag = LoopLagMonitor(metrics.event_loop_lag.observe)
+    gc_pauses = GcPauseMonitor(metrics.observe_gc_pause)
     mcp_server = build_mcp_server(lambda: running_services(app))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # The pool outlives the services: sessions are cancelled (services' exit) before it shuts down.
         async with (
-            cpu_pool(settings.cpu_workers),
+            cpu_pool(settings.cpu_workers, settings.cpu_worker_niceness),
             open_research_services(settings, retention_sweeps=True, worker=settings.run_worker) as services,
             mcp_server.session_manager.run(),
         ):
             metrics.observe(services)
             app.state.services = services
             resumed = await services.runner.resume_incomplete()
+            settle_heap()
+            loop_lag.start()
+            gc_pauses.start()
             log.info("server_started", data_dir=str(settings.data_dir), resumed_sessions=len(resumed))
             try:
                 yield
             finally:
                 app.state.services = None
+                await loop_lag.stop()
+                gc_pauses.stop()
                 log.info("server_stopping", running_sessions=services.runner.running_count)
 
     app = FastAPI(

@@ -23,6 +23,7 @@ from research_tool.runtime.composition import ResearchServices
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 LOOP_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+LOOP_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 ITERATION_BUCKETS = (1, 2, 3, 5, 8, 10, 15, 20, 30, 50)
 LOOP_START_PHASE = "collect"  # a research cycle: collect -> process -> analyze -> evaluate
 LOOP_END_PHASE = "evaluate"
@@ -75,6 +76,19 @@ class ApiMetrics:
         self.max_running_seen = Gauge(
             "research_sessions_max_running_seen", "Most concurrency slots this process has held at once.", registry=r
         )
+        self.event_loop_lag = Histogram(
+            "research_event_loop_lag_seconds",
+            "How late the server's event loop woke a task that sleeps 0.1 s (its own delay, whatever the clients see).",
+            buckets=LOOP_LAG_BUCKETS,
+            registry=r,
+        )
+        self.gc_pause = Histogram(
+            "research_gc_pause_seconds",
+            "Garbage-collector pauses of the server process (each one stops its event loop), by generation.",
+            ["generation"],
+            buckets=LOOP_LAG_BUCKETS,
+            registry=r,
+        )
         self._loop_started: dict[tuple[str, int], float] = {}
 
     # --- observations ---------------------------------------------------------------------------
@@ -111,6 +125,9 @@ class ApiMetrics:
         self.running.set(counts["running"])
         self.slots_in_use.set(services.runner.running_count)
         self.max_running_seen.set(services.runner.max_running_seen)
+
+    def observe_gc_pause(self, generation: int, seconds: float) -> None:
+        self.gc_pause.labels(str(generation)).observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

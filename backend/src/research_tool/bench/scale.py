@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import time
 from pathlib import Path
@@ -189,6 +190,7 @@ async def _measure(
     n: int, server: ServerProcess, client: httpx.AsyncClient, env: BenchEnvironment, max_iterations: int
 ) -> dict[str, Any]:
     idle_rss = server.sample_rss() or 0
+    metrics_before = (await client.get(f"{server.base_url}/metrics")).text
     cpu_before = tree_cpu_seconds(server.pid)
     began = time.time()
     ids, start_latencies, start_failures = await start_sessions(client, server.base_url, n, max_iterations)
@@ -213,6 +215,10 @@ async def _measure(
     records = await final_records(client, server.base_url, ids)
     max_running = max((s[2] for s in sampler.samples), default=0)
     metrics_text = (await client.get(f"{server.base_url}/metrics")).text
+    loop_lag = bucket_counts(metrics_text, LOOP_LAG_METRIC) - bucket_counts(metrics_before, LOOP_LAG_METRIC)
+    gc_full = bucket_counts(metrics_text, GC_PAUSE_METRIC, 'generation="2"') - bucket_counts(
+        metrics_before, GC_PAUSE_METRIC, 'generation="2"'
+    )
     server_max_running = gauge(metrics_text, "research_sessions_max_running_seen")
     storage = storage_per_session(env.data_dir, ids)
 
@@ -235,11 +241,58 @@ async def _measure(
         "status_max_ms": ms(max(poller.latencies_s, default=0.0)),
         "healthz_p50_ms": ms(percentile(health.latencies_s, 0.5)),
         "healthz_p95_ms": ms(percentile(health.latencies_s, 0.95)),
+        "loop_lag_p95_ms": ms(loop_lag.quantile(0.95)),
+        "loop_lag_p99_ms": ms(loop_lag.quantile(0.99)),
+        "gc_full_collections": gc_full.total,
+        "gc_full_p95_ms": ms(gc_full.quantile(0.95)),
         "idle_rss_mb": round(idle_rss / 1024, 1),
         "peak_rss_mb": round(peak_tree_kb / 1024, 1),
         "max_running_sessions": running_peak,
         **storage,
     }
+
+
+LOOP_LAG_METRIC = "research_event_loop_lag_seconds"
+GC_PAUSE_METRIC = "research_gc_pause_seconds"
+
+
+class Buckets:
+    """A Prometheus histogram's cumulative bucket counts (upper bound -> count), as scraped."""
+
+    def __init__(self, counts: dict[float, float]) -> None:
+        self.counts = counts
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.get(math.inf, 0.0))
+
+    def __sub__(self, before: Buckets) -> Buckets:
+        return Buckets({le: n - before.counts.get(le, 0.0) for le, n in self.counts.items()})
+
+    def quantile(self, q: float) -> float:
+        """The upper bound of the bucket holding the q-quantile (an over-estimate by at most one bucket);
+        the largest finite bound when it falls in +Inf, 0 with no observation."""
+        total = self.total
+        if total <= 0:
+            return 0.0
+        finite = sorted(le for le in self.counts if le != math.inf)
+        for le in finite:
+            if self.counts[le] >= q * total:
+                return le
+        return finite[-1] if finite else 0.0
+
+
+def bucket_counts(text: str, name: str, label: str = "") -> Buckets:
+    """The buckets of histogram `name` in a /metrics text (only the series that also carries `label`)."""
+    counts: dict[float, float] = {}
+    prefix = name + "_bucket{"
+    for line in text.splitlines():
+        if not line.startswith(prefix) or (label and label not in line):
+            continue
+        labels, _, value = line[len(prefix) :].partition("} ")
+        le = labels.split('le="', 1)[1].split('"', 1)[0]
+        counts[math.inf if le == "+Inf" else float(le)] = float(value)
+    return Buckets(counts)
 
 
 def gauge(text: str, name: str) -> float | None:
@@ -270,6 +323,13 @@ def _add_row(result: BenchResult, row: dict[str, Any]) -> None:
     result.add(f"{p} failed starts", row["failed_starts"], "", target=0, comparison="==")
     result.add(f"{p} status p95", row["status_p95_ms"], "ms", target=STATUS_P95_TARGET_MS, comparison="<=")
     result.add(f"{p} /healthz p95", row["healthz_p95_ms"], "ms", target=HEALTHZ_P95_TARGET_MS, comparison="<=")
+    result.add(
+        f"{p} server event-loop lag p95 / p99",
+        f"{row['loop_lag_p95_ms']} / {row['loop_lag_p99_ms']}",
+        "ms",
+        note="the server's own delay (a 0.1 s sleep woken late, bucket bound); /healthz minus this waited in the "
+        f"client or the OS; full gc pauses: {row['gc_full_collections']}, p95 {row['gc_full_p95_ms']} ms",
+    )
     result.add(f"{p} event lag p95", row["event_lag_p95_ms"], "ms", target=EVENT_LAG_P95_TARGET_MS, comparison="<=")
     result.add(f"{p} sessions on the time guard", row["time_guard"], "", target=0, comparison="==")
     add_throughput(result, f"{p} sessions per minute", row, processes="server + workers")

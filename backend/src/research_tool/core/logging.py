@@ -21,7 +21,16 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+# Libraries that log one INFO record per HTTP request they make: at a thousand sessions, formatting those
+# (whatever handler a library installed on the root logger) costs the event loop more than the requests.
+QUIET_LIBRARY_LOGGERS = ("httpx", "httpcore", "aiohttp.access")
+
+
 def configure_logging(fmt: LogFormat = "console", level: str = "INFO") -> None:
+    numeric = logging.getLevelName(level.upper())
+    quiet = max(logging.WARNING, numeric if isinstance(numeric, int) else logging.INFO)
+    for name in QUIET_LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
     )

@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     retention_days: float | None = Field(default=None, gt=0)
     # Processes for the engines' CPU-bound text work in the server (0: threads of the server process).
     cpu_workers: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=0, le=64)
+    # How much lower the CPU workers' scheduling priority is than the server's (os.nice increment; 0: the same).
+    cpu_worker_niceness: int = Field(default=5, ge=0, le=19)
 
     # Engines.
     verify_citations: Literal["existence", "semantic"] = "existence"

@@ -8,6 +8,9 @@ uses the spawn start method, never fork: the server has threads (aiosqlite's, th
 would copy mid-state.
 
 Workers ignore SIGINT (the server shuts them down) and exit when the server process dies, however it dies.
+They run at a lower scheduling priority (`niceness` steps, RESEARCH_CPU_WORKER_NICENESS, above the
+server's): on a machine with as many cores as workers, the event loop that answers requests and feeds the
+workers is scheduled first when it wakes, and the workers take every cycle it leaves.
 `run_cpu(fn, *args)` ships `fn` and its arguments to a worker by pickle: `fn` must be a module-level
 function and its arguments picklable (pydantic models are). A pool that broke (a worker killed) is
 dropped and the call, and every later one, runs in a thread.
@@ -34,6 +37,10 @@ log = get_logger(__name__)
 T = TypeVar("T")
 
 _installed: ProcessPoolExecutor | None = None
+# How much nicer than the server a worker runs by default (os.nice increment: 0..19, higher yields more). Not
+# more: against other work on the machine, nice 10 leaves a worker about a tenth of a normal process's CPU share
+# (Linux's weights), nice 5 about a third. Not yet compared on a quiet machine (README, Benchmarks).
+WORKER_NICENESS = 5
 
 
 def installed_pool() -> ProcessPoolExecutor | None:
@@ -54,14 +61,26 @@ async def run_cpu(fn: Callable[..., T], *args: object) -> T:
     return await asyncio.to_thread(fn, *args)
 
 
-def _worker_started() -> None:
+def _worker_started(niceness: int = WORKER_NICENESS) -> None:
     # Ctrl-C reaches the whole process group: the server shuts its pool down; a worker must not die first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _lower_priority(niceness)
     # A worker holds its own end of the task queue, so a server killed outright (SIGKILL, OOM) would leave
     # it waiting forever: it exits when the server process does.
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent.sentinel,), name="cpu-pool-parent-watch", daemon=True).start()
+
+
+def _lower_priority(niceness: int) -> None:
+    """Yield the CPU to the server's event loop: a request waits on the loop, a worker's batch on nothing."""
+    nice = getattr(os, "nice", None)  # POSIX only
+    if niceness <= 0 or nice is None:
+        return
+    try:
+        nice(niceness)
+    except OSError:  # a platform or sandbox that refuses: the worker runs at the server's priority
+        log.warning("cpu_pool_nice_refused", niceness=niceness)
 
 
 def _exit_with(parent_sentinel: int) -> None:
@@ -70,7 +89,7 @@ def _exit_with(parent_sentinel: int) -> None:
 
 
 @asynccontextmanager
-async def cpu_pool(workers: int) -> AsyncIterator[ProcessPoolExecutor | None]:
+async def cpu_pool(workers: int, niceness: int = WORKER_NICENESS) -> AsyncIterator[ProcessPoolExecutor | None]:
     """Install a pool of `workers` processes for `run_cpu` while the block runs (0: none, threads are used);
     on exit shut it down (queued work cancelled) and put back whatever was installed before."""
     global _installed
@@ -78,7 +97,10 @@ async def cpu_pool(workers: int) -> AsyncIterator[ProcessPoolExecutor | None]:
         yield None
         return
     pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_started
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_started,
+        initargs=(niceness,),
     )
     previous, _installed = _installed, pool
     log.info("cpu_pool_started", workers=workers)

@@ -17,6 +17,7 @@ from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.events import FINAL_EVENT_TYPES, Event
 from research_tool.runtime.event_fanout import EventFanout, follow_table
+from research_tool.runtime.group_commit import GroupCommit
 from research_tool.runtime.stores import EventLogProtocol
 
 log = get_logger(__name__)
@@ -28,6 +29,9 @@ class EventLog:
         self._lock = asyncio.Lock()
         self._next_seq: dict[str, int] = {}
         self._fanout = EventFanout()
+        self._writes = GroupCommit(
+            conn, "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        )
 
     def begin(self, session_id: str) -> None:
         """`session_id` is new and has no event yet: its first append needs no look-up of the last seq."""
@@ -36,33 +40,45 @@ class EventLog:
     async def append(
         self, session_id: str, type: str, phase: str | None, message: str, data: dict[str, Any] | None = None
     ) -> Event:
+        seq = self._next_seq.get(session_id)
+        if seq is None:
+            seq = await self._stored_next_seq(session_id)
+        event = Event(
+            seq=seq,
+            session_id=session_id,
+            ts=utc_now_iso(),
+            type=type,
+            phase=phase,
+            message=message,
+            data=data or {},
+        )
+        # The seq is taken before the write: appends of other sessions (and of this one) batch with it.
+        if event.is_final:
+            self._next_seq.pop(session_id, None)  # nothing more is expected: read MAX(seq) if something comes
+        else:
+            self._next_seq[session_id] = seq + 1
+        try:
+            await self._writes.write(
+                (session_id, seq, event.ts, type, phase, message, json.dumps(event.data, default=str))
+            )  # durable once written (one transaction per batch)
+        except BaseException:
+            # Not written (or not known to be): the next append reads the stored maximum, so no seq is skipped.
+            self._next_seq.pop(session_id, None)
+            raise
+        self._fanout.publish(event)
+        return event
+
+    async def _stored_next_seq(self, session_id: str) -> int:
         async with self._lock:
             seq = self._next_seq.get(session_id)
             if seq is None:
+                await self._writes.settled()  # a row still on its way would not be counted yet
                 async with self._conn.execute(
                     "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
                 ) as cur:
                     row = await cur.fetchone()
                 seq = int(row[0]) + 1 if row else 1
-            event = Event(
-                seq=seq,
-                session_id=session_id,
-                ts=utc_now_iso(),
-                type=type,
-                phase=phase,
-                message=message,
-                data=data or {},
-            )
-            await self._conn.execute(
-                "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, seq, event.ts, type, phase, message, json.dumps(event.data, default=str)),
-            )  # autocommit (storage.open_database): durable once executed
-            if event.is_final:
-                self._next_seq.pop(session_id, None)  # nothing more is expected: read MAX(seq) if something comes
-            else:
-                self._next_seq[session_id] = seq + 1
-        self._fanout.publish(event)
-        return event
+            return seq
 
     async def replay(self, session_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         sql = "SELECT seq, ts, type, phase, message, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"

@@ -20,6 +20,7 @@ from research_tool.core.errors import BadInputError, SessionNotFoundError
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, check_session_id
+from research_tool.runtime.group_commit import GroupCommit
 from research_tool.runtime.storage import reclaim_space
 
 
@@ -89,15 +90,17 @@ class SessionStore:
         self._cache: dict[str, SessionRecord] = {}  # unfinished sessions only
         # Writes so far (any session): a read that raced a write does not fill the cache.
         self._generation = 0
+        self._creates = GroupCommit(
+            conn,
+            "INSERT INTO sessions (id, query, request, status, created_at, updated_at)"
+            " VALUES (?, ?, ?, 'queued', ?, ?)",
+        )
 
     async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
         now = utc_now_iso()
         sid = check_session_id(session_id) if session_id is not None else uuid.uuid4().hex
-        await self._conn.execute(
-            "INSERT INTO sessions (id, query, request, status, created_at, updated_at)"
-            " VALUES (?, ?, ?, 'queued', ?, ?)",
-            (sid, request.query, request.model_dump_json(), now, now),
-        )  # autocommit (storage.open_database): durable once executed
+        # Starts arriving together are written in one transaction (runtime/group_commit.py): durable once done.
+        await self._creates.write((sid, request.query, request.model_dump_json(), now, now))
         # The row is what was just written: cache it rather than read it back (a start is one trip to SQLite).
         record = SessionRecord(
             id=sid, query=request.query, request=request, status="queued", created_at=now, updated_at=now

@@ -37,7 +37,7 @@ from research_tool.models.api import (
 from research_tool.models.events import Event
 from research_tool.models.report import Report
 from research_tool.models.request import ReportFormat, ResearchRequest
-from research_tool.models.sessions import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
+from research_tool.models.sessions import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SessionRecord
 from research_tool.runtime.composition import ResearchServices
 
 log = get_logger(__name__)
@@ -94,26 +94,31 @@ def check_corpus_dirs(request: ResearchRequest, settings: Settings) -> None:
             )
 
 
-async def create_session(services: ResearchServices, request: ResearchRequest) -> str:
+async def create_session(services: ResearchServices, request: ResearchRequest) -> SessionRecord:
     check_corpus_dirs(request, services.settings)
     services.validate(request)
     record = await services.runner.create(request)
     # The runner's task (or, in cluster mode, a worker's) runs it: it outlives this request and a lost client.
     services.runner.submit(record.id)
-    return record.id
+    return record
 
 
 # --- sessions ---------------------------------------------------------------------------------------
 
 
 @research.post("/start", status_code=202, response_model=SessionAccepted, responses=_errors(400, 503))
-async def start_research(body: ResearchRequest, request: Request, response: Response) -> SessionAccepted:
+async def start_research(body: ResearchRequest, request: Request) -> Response:
     """Start a research session; it runs in the background (queued while the server is at its limit)."""
-    services = services_of(request)
-    session_id = await create_session(services, body)
-    record = await services.store.get(session_id)
-    response.headers["Location"] = f"/api/research/{session_id}/status"
-    return SessionAccepted(session_id=session_id, status=record.status)
+    record = await create_session(services_of(request), body)
+    # The answer is built here and sent as is (a Response skips FastAPI's second validation and dump of the
+    # model): a thousand starts at once each cost the event loop as little as they can.
+    accepted = SessionAccepted(session_id=record.id, status=record.status)
+    return Response(
+        accepted.model_dump_json(),
+        status_code=202,
+        media_type="application/json",
+        headers={"Location": f"/api/research/{record.id}/status"},
+    )
 
 
 @research.get("", response_model=SessionList, responses=_errors())
@@ -222,7 +227,7 @@ async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
     services = services_of(request)
     timeout = services.settings.run_timeout_s
     body = body.model_copy(update={"clarify": False, "max_execution_time_s": body.max_execution_time_s or timeout})
-    session_id = await create_session(services, body)
+    session_id = (await create_session(services, body)).id
     task = services.runner.until_finished(session_id)
     if not await _finished_within(task, timeout):
         with contextlib.suppress(SessionStateError):  # finished in the meantime
