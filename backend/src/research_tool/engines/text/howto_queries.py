@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from research_tool.engines.text.keyphrases import build_query
-from research_tool.engines.text.tokens import QUESTION_WORDS, is_stopword, words
+from research_tool.engines.text.keyphrases import build_query, content_runs
+from research_tool.engines.text.tokens import words
 
 HOWTO_RE = re.compile(r"^\s*(?:how\s+(?:do|can|could|should|would)\s+(?:i|you|we|one)|how\s+to)\b", re.IGNORECASE)
 _PART_SPLIT_RE = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?:then\s+)?|\s+then\s+", re.IGNORECASE)
@@ -30,18 +30,7 @@ def is_howto(question: str) -> bool:
 
 def _runs(part: str) -> list[list[str]]:
     """Runs of content words (stopwords and generic words cut them), in order."""
-    runs: list[list[str]] = []
-    run: list[str] = []
-    for word in words(part):
-        if is_stopword(word) or word.casefold() in QUESTION_WORDS or word.casefold() in _GENERIC:
-            if run:
-                runs.append(run)
-            run = []
-        else:
-            run.append(word)
-    if run:
-        runs.append(run)
-    return runs
+    return content_runs(part, _GENERIC)
 
 
 def _opens_with(part: str, word: str) -> bool:

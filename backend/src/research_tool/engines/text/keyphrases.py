@@ -26,21 +26,28 @@ class Keyphrase:
     is_name: bool = False
 
 
+def content_runs(text: str, also_breaking: frozenset[str] = frozenset()) -> list[list[str]]:
+    """Runs of content words, in order: stopwords, question words and `also_breaking` (casefolded) cut them."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    for word in words(text):
+        if is_stopword(word) or word.casefold() in QUESTION_WORDS or word.casefold() in also_breaking:
+            if run:
+                runs.append(run)
+            run = []
+        else:
+            run.append(word)
+    if run:
+        runs.append(run)
+    return runs
+
+
 def keyphrases(text: str, limit: int = 10) -> list[Keyphrase]:
     """The text's keyphrases, best first: named phrases (entities) and RAKE candidates of content words."""
     names = [m for m in find_mentions(text) if m.entity_type not in ("date", "number")]
     candidates: list[list[str]] = []
     for chunk in _PHRASE_SPLIT_RE.split(text):
-        run: list[str] = []
-        for word in words(chunk):
-            if is_stopword(word) or word.casefold() in QUESTION_WORDS:
-                if run:
-                    candidates.append(run)
-                run = []
-            else:
-                run.append(word)
-        if run:
-            candidates.append(run)
+        candidates.extend(content_runs(chunk))
     candidates = [c[i : i + MAX_PHRASE_WORDS] for c in candidates for i in range(0, len(c), MAX_PHRASE_WORDS)]
     frequency: Counter[str] = Counter()
     degree: Counter[str] = Counter()
