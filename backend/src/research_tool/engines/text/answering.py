@@ -34,7 +34,7 @@ from typing import Literal
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.entities import clean_title, find_mentions
 from research_tool.engines.text.facts import clean_statement, is_declarative
-from research_tool.engines.text.howto_queries import actions
+from research_tool.engines.text.howto_queries import HOWTO_RE, actions, is_howto
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
@@ -75,7 +75,6 @@ _SIGNATURE_RE = re.compile(r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*\))[
 _CODE_SPAN_RE = re.compile(
     r"`[^`\n]+`|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b\w+\(|\b[a-z_]+=|\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b"
 )
-_HOWTO_RE = re.compile(r"^\s*(?:how\s+(?:do|can|could|should|would)\s+(?:i|you|we|one)|how\s+to)\b", re.IGNORECASE)
 _ASPECT_SPLIT_RE = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?:then\s+)?|\s+then\s+", re.IGNORECASE)
 _WH_RE = re.compile(r"\b(?:which|what|who|whom|whose|when|where|how many|how much)\b", re.IGNORECASE)
 _COMPARISON_RE = re.compile(r"\b(?:both|same|either|also|in common)\b", re.IGNORECASE)
@@ -129,7 +128,7 @@ def classify_question(question: str) -> QuestionIntent:
     kind = slot.kind
     answer_type: AnswerType
     head_terms = frozenset(stem(t) for t in slot.terms)
-    if _HOWTO_RE.match(text):
+    if is_howto(text):
         answer_type = "howto"
     elif kind in ("person", "place", "date", "number", "definition", "reason"):
         answer_type = kind
@@ -194,7 +193,7 @@ def _inner(name: str) -> bool:
 
 def _aspects(text: str, weights: dict[str, float]) -> tuple[frozenset[str], ...]:
     """The parts of a how-to question: "run X with a timeout and capture its output" -> two aspects."""
-    body = _HOWTO_RE.sub("", text).strip(" ?.")
+    body = HOWTO_RE.sub("", text).strip(" ?.")
     parts = [
         frozenset(s for s in stem_set(p) if s in weights and s not in _GENERIC_HOWTO)
         for p in _ASPECT_SPLIT_RE.split(body)

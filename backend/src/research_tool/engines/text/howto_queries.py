@@ -28,6 +28,14 @@ def is_howto(question: str) -> bool:
     return HOWTO_RE.match(question) is not None
 
 
+def _parts(question: str) -> list[str]:
+    """A how-to question's parts after "How do I": "match X and extract Y" -> two; [] for any other question."""
+    if not is_howto(question):
+        return []
+    body = HOWTO_RE.sub("", " ".join(question.split())).strip(" ?.!")
+    return _PART_SPLIT_RE.split(body)
+
+
 def _runs(part: str) -> list[list[str]]:
     """Runs of content words (stopwords and generic words cut them), in order."""
     return content_runs(part, _GENERIC)
@@ -41,11 +49,8 @@ def _opens_with(part: str, word: str) -> bool:
 def actions(question: str) -> list[str]:
     """The verbs a how-to question asks to perform, one per part ("match ... and extract ..." -> match,
     extract); a part opening with a word the question words set aside ("get", "find") has none."""
-    if not is_howto(question):
-        return []
-    body = HOWTO_RE.sub("", " ".join(question.split())).strip(" ?.!")
     out: list[str] = []
-    for part in _PART_SPLIT_RE.split(body):
+    for part in _parts(question):
         runs = _runs(part)
         if runs and _opens_with(part, runs[0][0]):
             out.append(runs[0][0])
@@ -56,11 +61,8 @@ def action_pairs(question: str) -> list[str]:
     """For a how-to question, its action paired with each run of words it acts on, the question's parts
     interleaved ("match a string against a regular expression and extract groups" -> "match string",
     "extract groups", "match regular expression"); [] for any other question."""
-    if not is_howto(question):
-        return []
-    body = HOWTO_RE.sub("", " ".join(question.split())).strip(" ?.!")
     per_part: list[list[str]] = []
-    for part in _PART_SPLIT_RE.split(body):
+    for part in _parts(question):
         runs = _runs(part)
         if not runs:
             continue
