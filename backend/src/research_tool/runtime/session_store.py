@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import Any
 
 import aiosqlite
 from pydantic import ValidationError
 
-from research_tool.core.errors import BadInputError, SessionNotFoundError
+from research_tool.core.errors import SessionNotFoundError
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, check_session_id
 from research_tool.runtime.group_commit import GroupCommit
 from research_tool.runtime.storage import reclaim_space
+from research_tool.runtime.stores import resolve_session_id
 
 
 def _record(row: aiosqlite.Row) -> SessionRecord:
@@ -40,39 +41,6 @@ def _record(row: aiosqlite.Row) -> SessionRecord:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
-
-
-MAX_PREFIX_MATCHES_SHOWN = 3
-
-
-def _not_found(session_id: str) -> NoReturn:
-    raise SessionNotFoundError(f"unknown session id: {session_id}")
-
-
-async def resolve_session_id(
-    id_or_prefix: str,
-    *,
-    exists: Callable[[str], Awaitable[bool]],
-    ids_starting_with: Callable[[str, int], Awaitable[list[str]]],
-) -> str:
-    """The full id of the one session whose id is, or starts with, `id_or_prefix` (as `sessions` shows it).
-
-    Both session stores answer this way: `exists` checks a full id, `ids_starting_with(prefix, limit)` lists up
-    to `limit` ids in id order that start with the prefix. None is not found; more than one is ambiguous.
-    """
-    if not id_or_prefix:
-        _not_found(id_or_prefix)
-    if await exists(id_or_prefix):
-        return id_or_prefix
-    matches = await ids_starting_with(id_or_prefix, MAX_PREFIX_MATCHES_SHOWN + 1)
-    if not matches:
-        _not_found(id_or_prefix)
-    if len(matches) > 1:
-        shown = ", ".join(matches[:MAX_PREFIX_MATCHES_SHOWN]) + (
-            ", ..." if len(matches) > MAX_PREFIX_MATCHES_SHOWN else ""
-        )
-        raise BadInputError(f"session id prefix {id_or_prefix!r} is ambiguous: it matches {shown}")
-    return matches[0]
 
 
 JSON_COLUMNS = frozenset({"progress", "pending_questions", "clarify_answers"})

@@ -1,13 +1,15 @@
 """The storage seams: what the runner, the janitor, the API and the CLI need from each store, satisfied by
 the SQLite backend (session_store.py, event_log.py, content_store.py, checkpoints.py: one data dir) and the
-Postgres backend (runtime/postgres/: any number of processes on one database).
+Postgres backend (runtime/postgres/: any number of processes on one database), and what both answer alike
+(`resolve_session_id`: a session id from a prefix, as `research-tool sessions` shows it).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, NoReturn, Protocol
 
+from research_tool.core.errors import BadInputError, SessionNotFoundError
 from research_tool.models.events import Event
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import SessionRecord
@@ -75,3 +77,36 @@ class PrunableCheckpointer(Protocol):
     async def adelete_thread(self, thread_id: str) -> None: ...
     async def thread_ids(self) -> set[str]: ...
     async def reclaim_space(self, *, convert: bool = False) -> int: ...
+
+
+MAX_PREFIX_MATCHES_SHOWN = 3
+
+
+def _not_found(session_id: str) -> NoReturn:
+    raise SessionNotFoundError(f"unknown session id: {session_id}")
+
+
+async def resolve_session_id(
+    id_or_prefix: str,
+    *,
+    exists: Callable[[str], Awaitable[bool]],
+    ids_starting_with: Callable[[str, int], Awaitable[list[str]]],
+) -> str:
+    """The full id of the one session whose id is, or starts with, `id_or_prefix` (as `sessions` shows it).
+
+    Both session stores answer this way: `exists` checks a full id, `ids_starting_with(prefix, limit)` lists up
+    to `limit` ids in id order that start with the prefix. None is not found; more than one is ambiguous.
+    """
+    if not id_or_prefix:
+        _not_found(id_or_prefix)
+    if await exists(id_or_prefix):
+        return id_or_prefix
+    matches = await ids_starting_with(id_or_prefix, MAX_PREFIX_MATCHES_SHOWN + 1)
+    if not matches:
+        _not_found(id_or_prefix)
+    if len(matches) > 1:
+        shown = ", ".join(matches[:MAX_PREFIX_MATCHES_SHOWN]) + (
+            ", ..." if len(matches) > MAX_PREFIX_MATCHES_SHOWN else ""
+        )
+        raise BadInputError(f"session id prefix {id_or_prefix!r} is ambiguous: it matches {shown}")
+    return matches[0]

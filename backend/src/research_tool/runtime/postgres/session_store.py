@@ -20,7 +20,7 @@ from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, check_session_id
 from research_tool.runtime.postgres.pool import Pool
-from research_tool.runtime.session_store import resolve_session_id
+from research_tool.runtime.stores import resolve_session_id
 
 COLUMNS = (
     "id, query, request::text AS request, status, stop_reason, stop_requested, progress, pending_questions,"
