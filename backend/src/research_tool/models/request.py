@@ -18,7 +18,7 @@ SEARCH_PROVIDERS: tuple[str, ...] = tuple(p for p in PROVIDER_NAMES if p != "cra
 
 
 class ResearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)  # shared by the session records that carry it
 
     query: str = Field(max_length=MAX_QUERY_CHARS)
     tier: TierName | None = None  # None: the engine picks (offline: standard)

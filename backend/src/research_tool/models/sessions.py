@@ -44,7 +44,9 @@ def check_session_id(value: str) -> str:
 
 
 class SessionRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Frozen: a store hands out the one record it caches for a session (no copy per status read); a change is a
+    # new record. The lists and dicts inside are not to be changed either.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     query: str
