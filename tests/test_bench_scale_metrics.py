@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from research_tool.bench.scale import bucket_counts
+import time
+
+from research_tool.bench.process_tree import machine_cpu_seconds
+from research_tool.bench.scale import bucket_counts, machine_use
 
 BEFORE = """# TYPE research_event_loop_lag_seconds histogram
 research_event_loop_lag_seconds_bucket{le="0.001"} 5.0
@@ -39,3 +42,18 @@ def test_one_labelled_series_and_an_empty_histogram() -> None:
     full = bucket_counts(AFTER, "research_gc_pause_seconds", 'generation="2"')
     assert full.total == 3 and full.quantile(0.5) == 0.001
     assert bucket_counts("", "research_gc_pause_seconds").quantile(0.95) == 0.0
+
+
+def test_machine_use_divides_the_cpu_seconds_between_two_readings_by_the_wall_time() -> None:
+    use = machine_use((100.0, 50.0), (130.0, 60.0), 20.0)  # 30 s busy, 10 s idle over 20 s: 2 cores
+    assert use == {"machine_busy_cores": 1.5, "machine_idle_cores": 0.5}
+    assert machine_use((1.0, 1.0), (1.0, 1.0), 0.0) == {"machine_busy_cores": 0.0, "machine_idle_cores": 0.0}
+
+
+def test_machine_cpu_seconds_grows_while_this_process_works() -> None:
+    busy_before, _ = machine_cpu_seconds()
+    began = time.process_time()
+    while time.process_time() - began < 0.05:  # 50 ms of our own CPU: the machine's busy total must see it
+        sum(range(1000))
+    busy_after, _ = machine_cpu_seconds()
+    assert busy_after - busy_before >= 0.04

@@ -67,3 +67,15 @@ def tree_rss_kb(pid: int) -> int:
 def tree_peak_rss_kb(pid: int) -> int:
     """Sum of each live process's own resident peak (VmHWM): an upper bound of the tree's peak."""
     return sum(status_kb(p, "VmHWM") for p in tree(pid))
+
+
+def machine_cpu_seconds() -> tuple[float, float]:
+    """(busy, idle) CPU seconds of the whole machine since boot, summed over cores (/proc/stat's first line;
+    iowait counts as idle). Two readings give how many cores were busy in between, whoever used them."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    busy = user + nice + system + irq + softirq + steal
+    return busy / CLOCK_TICKS, (idle + iowait) / CLOCK_TICKS

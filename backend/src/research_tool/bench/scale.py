@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from research_tool.bench.process_tree import tree_cpu_seconds, tree_peak_rss_kb, tree_rss_kb
+from research_tool.bench.process_tree import machine_cpu_seconds, tree_cpu_seconds, tree_peak_rss_kb, tree_rss_kb
 from research_tool.bench.profiling import py_spy_record
 from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.replay_process import replay_process
@@ -192,6 +192,7 @@ async def _measure(
     idle_rss = server.sample_rss() or 0
     metrics_before = (await client.get(f"{server.base_url}/metrics")).text
     cpu_before = tree_cpu_seconds(server.pid)
+    machine_before = machine_cpu_seconds()
     began = time.time()
     ids, start_latencies, start_failures = await start_sessions(client, server.base_url, n, max_iterations)
     watches = [SessionWatch(sid) for sid in ids]
@@ -211,6 +212,8 @@ async def _measure(
     stop.set()
     await asyncio.gather(*background)
     cpu_after = tree_cpu_seconds(server.pid)
+    elapsed = time.time() - began
+    machine = machine_use(machine_before, machine_cpu_seconds(), elapsed)
     peak_tree_kb = max(tree_peak[0], tree_peak_rss_kb(server.pid))
     records = await final_records(client, server.base_url, ids)
     max_running = max((s[2] for s in sampler.samples), default=0)
@@ -234,6 +237,8 @@ async def _measure(
         "start_p95_ms": ms(percentile(start_latencies, 0.95)),
         "time_guard": time_guard,
         **outcome,
+        **machine,
+        "server_cores": round(outcome["cpu_s"] / elapsed, 2) if elapsed > 0 else 0.0,
         "status_polls": len(poller.latencies_s),
         "status_errors": poller.errors,
         "status_p50_ms": ms(percentile(poller.latencies_s, 0.5)),
@@ -249,6 +254,17 @@ async def _measure(
         "peak_rss_mb": round(peak_tree_kb / 1024, 1),
         "max_running_sessions": running_peak,
         **storage,
+    }
+
+
+def machine_use(before: tuple[float, float], after: tuple[float, float], seconds: float) -> dict[str, float]:
+    """Cores busy and idle on the whole machine over `seconds` (server, workers, the bench's own client and
+    replay, anything else), from two `machine_cpu_seconds` readings."""
+    if seconds <= 0:
+        return {"machine_busy_cores": 0.0, "machine_idle_cores": 0.0}
+    return {
+        "machine_busy_cores": round((after[0] - before[0]) / seconds, 2),
+        "machine_idle_cores": round((after[1] - before[1]) / seconds, 2),
     }
 
 
@@ -333,6 +349,13 @@ def _add_row(result: BenchResult, row: dict[str, Any]) -> None:
     result.add(f"{p} event lag p95", row["event_lag_p95_ms"], "ms", target=EVENT_LAG_P95_TARGET_MS, comparison="<=")
     result.add(f"{p} sessions on the time guard", row["time_guard"], "", target=0, comparison="==")
     add_throughput(result, f"{p} sessions per minute", row, processes="server + workers")
+    result.add(
+        f"{p} cores busy: server + workers / whole machine / idle",
+        f"{row['server_cores']} / {row['machine_busy_cores']} / {row['machine_idle_cores']}",
+        "",
+        note=f"of {os.cpu_count()}; the machine's busy cores beyond the server's are the benchmark's own client "
+        "and replay (and anything else running): the CPU bound above counts every core as the server's",
+    )
     result.add(f"{p} peak RSS (server + workers)", row["peak_rss_mb"], "MB", target=PEAK_RSS_TARGET_MB, comparison="<=")
     result.add(f"{p} completed with a report", row["completed"], "", target=n, comparison="==")
     result.add(
