@@ -50,10 +50,10 @@ from research_tool.bench.scale import (
     WIKIPEDIA_RPS,
     add_throughput,
     final_records,
-    start_sessions,
     watched_outcome,
 )
 from research_tool.bench.server_process import ServerProcess, cli_api_node, start_cli_worker, stop_processes
+from research_tool.bench.start_burst import start_sessions
 from research_tool.bench.stats import ms, percentile
 from research_tool.bench.watchers import SessionWatch, StatusPoller, watch_session
 from research_tool.bench.wiki_replay import build_pages, running_wiki

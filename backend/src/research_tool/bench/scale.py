@@ -29,27 +29,25 @@ from typing import Any
 
 import httpx
 
-from research_tool.bench.process_tree import machine_cpu_seconds, tree_cpu_seconds, tree_peak_rss_kb, tree_rss_kb
+from research_tool.bench.http_floor import floor_starts
+from research_tool.bench.process_tree import (
+    cpu_seconds,
+    machine_cpu_seconds,
+    tree_cpu_seconds,
+    tree_peak_rss_kb,
+    tree_rss_kb,
+)
 from research_tool.bench.profiling import py_spy_record
 from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.replay_process import replay_process
 from research_tool.bench.results import BenchResult
 from research_tool.bench.server_process import ServerProcess, uvicorn_server
 from research_tool.bench.session_storage import storage_per_session
+from research_tool.bench.start_burst import start_sessions
 from research_tool.bench.stats import ms, percentile
 from research_tool.bench.watchers import MemorySampler, SessionWatch, StatusPoller, watch_session
 from research_tool.providers.http_client import PooledAiohttpTransport
 
-QUESTIONS = (
-    "How do I run a subprocess with a timeout and capture its output?",
-    "How do I read and write JSON files with the json module?",
-    "How do I copy a directory tree and remove files with shutil?",
-    "How do I parse command line arguments with argparse subcommands?",
-    "How do I compress files into a zip archive with zipfile?",
-    "How do I sort and merge lists with heapq and bisect?",
-    "How do I write rows to a CSV file and read them back?",
-    "How do I store records in an sqlite3 database and query them?",
-)
 # (sessions, replay delay in s): the default matrix. 1,000 x 1.0 s is the issue's acceptance run.
 DEFAULT_RUNS: tuple[tuple[int, float], ...] = ((100, 0.1), (300, 1.0), (1000, 1.0))
 WIKIPEDIA_RPS = 1000.0
@@ -64,45 +62,6 @@ HEALTHZ_P95_TARGET_MS = 50
 EVENT_LAG_P95_TARGET_MS = 100
 PEAK_RSS_TARGET_MB = 1024
 THROUGHPUT_FRACTION_OF_CPU_BOUND = 0.8
-
-
-async def start_sessions(
-    client: httpx.AsyncClient,
-    base_url: str,
-    n: int,
-    max_iterations: int,
-    *,
-    providers: tuple[str, ...] = ("wikipedia",),
-    tier: str = "standard",
-) -> tuple[list[str], list[float], list[str]]:
-    """POST n starts together: (accepted session ids, latency of every answered POST, failures)."""
-    latencies: list[float] = []
-    failures: list[str] = []
-
-    async def start(i: int) -> str | None:
-        body = {
-            "query": QUESTIONS[i % len(QUESTIONS)],
-            "tier": tier,
-            "providers": list(providers),
-            "fetch": False,
-            "clarify": False,
-            "max_iterations": max_iterations,
-            "formats": ["json"],
-        }
-        began = time.perf_counter()
-        try:
-            response = await client.post(f"{base_url}/api/research/start", json=body)
-        except httpx.HTTPError as exc:
-            failures.append(f"{type(exc).__name__}: {exc}")
-            return None
-        latencies.append(time.perf_counter() - began)
-        if response.status_code != 202:
-            failures.append(f"HTTP {response.status_code} (Retry-After {response.headers.get('retry-after')})")
-            return None
-        return str(response.json()["session_id"])
-
-    ids = await asyncio.gather(*(start(i) for i in range(n)))
-    return [sid for sid in ids if sid], latencies, failures
 
 
 async def final_records(client: httpx.AsyncClient, base_url: str, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -158,10 +117,18 @@ async def _sample_tree_rss(server: ServerProcess, stop: asyncio.Event, peak: lis
             await asyncio.wait_for(stop.wait(), timeout=interval_s)
 
 
+def measuring_client(n: int) -> httpx.AsyncClient:
+    """The benchmark's client for `n` sessions, on aiohttp's pool too: httpx's own pool, with a connection per
+    session, would spend more time on the bench's side than the server takes to answer (README "HTTP client")."""
+    limits = httpx.Limits(max_connections=n + 50, max_keepalive_connections=n + 50)
+    return httpx.AsyncClient(
+        timeout=120, transport=PooledAiohttpTransport(limits=limits, trust_env=False), trust_env=False
+    )
+
+
 async def run_size(
     n: int, delay_s: float, workdir: Path, *, max_iterations: int, profile_dir: Path | None = None
 ) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=n + 50, max_keepalive_connections=n + 50)
     label = f"scale-{n}-{delay_s:g}s"
     async with replay_process(delay_s) as wiki_url:
         env = BenchEnvironment(
@@ -169,21 +136,16 @@ async def run_size(
             providers=(ReplayProvider("wikipedia", wiki_url, WIKIPEDIA_RPS),),
             max_concurrent_sessions=None,  # the server's default: the rest wait in its queue
         )
-        async with (
-            # the measuring client on aiohttp's pool too: httpx's own pool, with a connection per session, would
-            # spend more time on the bench's side than the server takes to answer (see README "HTTP client")
-            httpx.AsyncClient(
-                timeout=120, transport=PooledAiohttpTransport(limits=limits, trust_env=False), trust_env=False
-            ) as client,
-            uvicorn_server(env.process_env(), workdir / label, client) as server,
-        ):
+        async with measuring_client(n) as client:  # a client of its own: no connection left over for the server's
+            floor = await floor_starts(n, workdir / label / "floor", client, env.process_env())
+        async with measuring_client(n) as client, uvicorn_server(env.process_env(), workdir / label, client) as server:
             if profile_dir is None:
                 row = await _measure(n, server, client, env, max_iterations)
             else:
                 with py_spy_record(server.pid, profile_dir / f"{label}.py-spy.txt") as profile:
                     row = await _measure(n, server, client, env, max_iterations)
                 row["profile"] = str(profile) if profile else None
-            return {"delay_s": delay_s, **row}
+            return {"delay_s": delay_s, **row, **floor}
 
 
 async def _measure(
@@ -194,7 +156,9 @@ async def _measure(
     cpu_before = tree_cpu_seconds(server.pid)
     machine_before = machine_cpu_seconds()
     began = time.time()
+    server_cpu_before = cpu_seconds(server.pid)
     ids, start_latencies, start_failures = await start_sessions(client, server.base_url, n, max_iterations)
+    start_cpu_ms = 1000 * (cpu_seconds(server.pid) - server_cpu_before)
     watches = [SessionWatch(sid) for sid in ids]
     stop = asyncio.Event()
     poller = StatusPoller(client, server.base_url, STATUS_POLLS_PER_S)
@@ -235,6 +199,7 @@ async def _measure(
         "start_failures": start_failures[:5],
         "start_p50_ms": ms(percentile(start_latencies, 0.5)),
         "start_p95_ms": ms(percentile(start_latencies, 0.95)),
+        "start_cpu_ms_per_start": round(start_cpu_ms / n, 3) if n else None,
         "time_guard": time_guard,
         **outcome,
         **machine,
@@ -336,6 +301,13 @@ def _add_row(result: BenchResult, row: dict[str, Any]) -> None:
     n, delay = row["sessions"], row["delay_s"]
     p = f"{n} x {delay:g}s:"
     result.add(f"{p} start POST p95", row["start_p95_ms"], "ms", target=START_P95_TARGET_MS, comparison="<=")
+    result.add(
+        f"{p} start POST p95 of a do-nothing app (floor)",
+        row["floor_start_p95_ms"],
+        "ms",
+        note="the same burst and client against a uvicorn app that only answers 202 (bench/http_floor.py); "
+        f"server CPU per start: {row['start_cpu_ms_per_start']} ms here, {row['floor_cpu_ms_per_start']} ms there",
+    )
     result.add(f"{p} failed starts", row["failed_starts"], "", target=0, comparison="==")
     result.add(f"{p} status p95", row["status_p95_ms"], "ms", target=STATUS_P95_TARGET_MS, comparison="<=")
     result.add(f"{p} /healthz p95", row["healthz_p95_ms"], "ms", target=HEALTHZ_P95_TARGET_MS, comparison="<=")
