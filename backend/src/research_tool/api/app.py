@@ -29,7 +29,7 @@ from research_tool.core.logging import configure_logging, get_logger
 from research_tool.core.settings import Settings
 from research_tool.engines.cpu_pool import cpu_pool
 from research_tool.runtime.composition import ResearchServices, open_research_services
-from research_tool.runtime.loop_lag import GcPauseMonitor, LoopLagMonitor, settle_heap
+from research_tool.runtime.loop_lag import GcPauseMonitor, LoopLagMonitor, release_heap, settle_heap
 
 log = get_logger(__name__)
 
@@ -74,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 app.state.services = None
                 await loop_lag.stop()
                 gc_pauses.stop()
+                release_heap()
                 log.info("server_stopping", running_sessions=services.runner.running_count)
 
     app = FastAPI(
