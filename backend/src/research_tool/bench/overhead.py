@@ -24,19 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from research_tool.bench.questions import QUESTIONS as HOWTO_QUESTIONS
 from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.results import BenchResult
 from research_tool.bench.wiki_replay import build_pages, running_wiki
 from research_tool.models.request import ResearchRequest
 from research_tool.runtime.composition import open_research_services
 
-QUESTIONS = (
-    "How do I run a subprocess with a timeout and capture its output?",
-    "How do I read and write JSON files with the json module?",
-    "How do I copy a directory tree and remove files with shutil?",
-    "How do I parse command line arguments with argparse subcommands?",
-    "How do I compress files into a zip archive with zipfile?",
-)
+QUESTIONS = HOWTO_QUESTIONS[:5]
 LATENCY_S = 0.1
 WIKIPEDIA_RPS = 20.0
 SCHOLAR_RPS = 10.0

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from research_tool.bench.questions import QUESTIONS as HOWTO_QUESTIONS
 from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.results import BenchResult
 from research_tool.bench.server_process import uvicorn_server
@@ -25,13 +26,7 @@ from research_tool.bench.watchers import event_epoch
 from research_tool.bench.wiki_replay import build_pages, running_wiki
 from research_tool.core.errors import ResearchToolError
 
-QUESTIONS = (
-    "How do I run a subprocess with a timeout and capture its output?",
-    "How do I read and write JSON files with the json module?",
-    "How do I copy a directory tree and remove files with shutil?",
-    "How do I parse command line arguments with argparse subcommands?",
-    "How do I compress files into a zip archive with zipfile?",
-)
+QUESTIONS = HOWTO_QUESTIONS[:5]
 LATENCY_S = 0.3
 WIKIPEDIA_RPS = 1000.0
 FINAL_TYPES = {"session_completed", "session_failed"}

@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from research_tool.bench.questions import QUESTIONS as HOWTO_QUESTIONS
 from research_tool.bench.replay_env import BenchEnvironment, ReplayProvider
 from research_tool.bench.replay_process import replay_process
 from research_tool.bench.results import BenchResult
@@ -49,14 +50,7 @@ from research_tool.bench.session_storage import storage_per_session
 from research_tool.bench.storage_memory_server import PROBE_SIGNAL, probe_path
 from research_tool.runtime.janitor import data_dir_bytes
 
-QUESTIONS = (
-    "How do I run a subprocess with a timeout and capture its output?",
-    "How do I read and write JSON files with the json module?",
-    "How do I copy a directory tree and remove files with shutil?",
-    "How do I parse command line arguments with argparse subcommands?",
-    "How do I compress files into a zip archive with zipfile?",
-    "How do I write rows to a CSV file and read them back?",
-)
+QUESTIONS = (*HOWTO_QUESTIONS[:5], HOWTO_QUESTIONS[6])  # the CSV question as the sixth
 LATENCY_S = 0.01
 WIKIPEDIA_RPS = 1000.0
 CHECKPOINT_TARGET_BYTES = 300_000
