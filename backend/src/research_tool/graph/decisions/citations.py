@@ -118,12 +118,20 @@ class SupportIndex:
     """The passages of each numbered source, to test whether a sentence is supported by source n."""
 
     def __init__(self, sources: Sequence[NumberedSource]) -> None:
+        self._sources = {numbered.n: numbered.source for numbered in sources}
+        # Built on first use: a draft cites a few of the sources it was given, and splitting every source's full
+        # text into passages was a quarter of a session's CPU.
         self._passages: dict[int, list[_Passage]] = {}
-        for numbered in sources:
-            self._passages[numbered.n] = _passages(numbered.source.title, numbered.source.text())
 
     def resolves(self, n: int) -> bool:
-        return n in self._passages
+        return n in self._sources
+
+    def _passages_of(self, n: int) -> list[_Passage]:
+        passages = self._passages.get(n)
+        if passages is None:
+            source = self._sources.get(n)
+            passages = self._passages[n] = _passages(source.title, source.text()) if source is not None else []
+        return passages
 
     def support(self, sentence: str, n: int) -> float:
         """Best share of the sentence's content stems found in one passage of source n (0 when numbers differ)."""
@@ -134,7 +142,7 @@ class SupportIndex:
         numbers = frozenset(_numbers(claim))
         polarity: _Polarity | None = None
         best = 0.0
-        for passage in self._passages.get(n, []):
+        for passage in self._passages_of(n):
             if not numbers <= passage.numbers:
                 continue
             share = len(stems & passage.stems) / len(stems)
