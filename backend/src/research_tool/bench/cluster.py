@@ -187,9 +187,7 @@ async def run_watched(
     base = cluster.api.base_url
     cpu_before = cluster.cpu_seconds()
     began = time.time()
-    ids, start_latencies, start_failures = await start_sessions(
-        cluster.client, base, n, max_iterations, providers=providers, tier=tier
-    )
+    ids, start_latencies, start_failures = await start_sessions(base, n, max_iterations, providers=providers, tier=tier)
     watches = [SessionWatch(sid) for sid in ids]
     stop = asyncio.Event()
     poller = StatusPoller(cluster.client, base, STATUS_POLLS_PER_S)
@@ -265,7 +263,7 @@ async def _kill_recovery(result: BenchResult, workdir: Path, sizes: ClusterSizes
         )
         async with running_cluster(env, workdir / label, 1) as cluster:
             victim = cluster.workers[0]
-            ids, _, failures = await start_sessions(cluster.client, cluster.api.base_url, sizes.kill_sessions, 2)
+            ids, _, failures = await start_sessions(cluster.api.base_url, sizes.kill_sessions, 2)
             watches = [SessionWatch(sid) for sid in ids]
             watching = [asyncio.create_task(watch_session(cluster.api.ws_url, w, WATCH_TIMEOUT_S)) for w in watches]
             await _until(lambda: all(len(w.seqs) >= EVENTS_BEFORE_KILL for w in watches), 120.0)

@@ -40,7 +40,7 @@ async def floor_starts(n: int, workdir: Path, client: httpx.AsyncClient, env: di
     command += ["--workers", "1", "--log-level", "warning"]
     async with spawned_server(command, port, env, workdir, client, stderr_name=f"floor-{port}.stderr") as server:
         cpu_before = cpu_seconds(server.pid)
-        _, latencies, failures = await start_sessions(client, server.base_url, n, max_iterations=2)
+        _, latencies, failures = await start_sessions(server.base_url, n, max_iterations=2)
         cpu_ms = 1000 * (cpu_seconds(server.pid) - cpu_before)
     return {
         "floor_start_p50_ms": ms(percentile(latencies, 0.5)),

@@ -136,16 +136,16 @@ async def run_size(
             providers=(ReplayProvider("wikipedia", wiki_url, WIKIPEDIA_RPS),),
             max_concurrent_sessions=None,  # the server's default: the rest wait in its queue
         )
-        async with measuring_client(n) as client:  # a client of its own: no connection left over for the server's
+        async with measuring_client(n) as client:
             floor = await floor_starts(n, workdir / label / "floor", client, env.process_env())
-        async with measuring_client(n) as client, uvicorn_server(env.process_env(), workdir / label, client) as server:
-            if profile_dir is None:
-                row = await _measure(n, server, client, env, max_iterations)
-            else:
-                with py_spy_record(server.pid, profile_dir / f"{label}.py-spy.txt") as profile:
+            async with uvicorn_server(env.process_env(), workdir / label, client) as server:
+                if profile_dir is None:
                     row = await _measure(n, server, client, env, max_iterations)
-                row["profile"] = str(profile) if profile else None
-            return {"delay_s": delay_s, **row, **floor}
+                else:
+                    with py_spy_record(server.pid, profile_dir / f"{label}.py-spy.txt") as profile:
+                        row = await _measure(n, server, client, env, max_iterations)
+                    row["profile"] = str(profile) if profile else None
+                return {"delay_s": delay_s, **row, **floor}
 
 
 async def _measure(
@@ -157,7 +157,7 @@ async def _measure(
     machine_before = machine_cpu_seconds()
     began = time.time()
     server_cpu_before = cpu_seconds(server.pid)
-    ids, start_latencies, start_failures = await start_sessions(client, server.base_url, n, max_iterations)
+    ids, start_latencies, start_failures = await start_sessions(server.base_url, n, max_iterations)
     start_cpu_ms = 1000 * (cpu_seconds(server.pid) - server_cpu_before)
     watches = [SessionWatch(sid) for sid in ids]
     stop = asyncio.Event()
