@@ -403,3 +403,20 @@ def test_a_misspelt_question_word_still_matches_its_long_word() -> None:
     ]
     selection = select_answer("When did independance come?", sources)
     assert selection.answered and selection.short_answer == "3 May 1901"
+
+
+def test_the_sentence_that_keeps_the_question_s_phrases_together_leads() -> None:
+    # both sentences hold every question word and a date; only the second keeps "toll approved by the
+    # harbour board" together, as the question says it
+    sources = [
+        page(
+            1,
+            "Varn bridge",
+            "The council approved a toll after the Varn bridge was rebuilt for the harbour board in 1902. "
+            "On 3 May 1904 the new toll was approved by the harbour board.",
+        )
+    ]
+    selection = select_answer("When was the toll approved by the harbour board?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("On 3 May 1904")
+    assert selection.short_answer == "3 May 1904"

@@ -60,6 +60,8 @@ SOURCE_PRIOR = 0.12  # [1] gets this much more than the last source
 RESTATES_PENALTY = 0.2  # fewer than two content words beyond the question's
 CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
 CHAIN_BONUS = 0.15  # the far end of a chain answers; the link only leads to it
+PHRASE_BONUS = 0.2  # the sentence keeps all of the question's adjacent word pairs together
+PHRASE_WINDOW = 2  # content words apart, at most, for a pair to count as kept together
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
@@ -216,6 +218,7 @@ class Candidate:
     antecedent: Candidate | None = None  # the previous sentence when this one opens with a pronoun
     score: float = 0.0
     coverage: float = 0.0
+    phrase: float = 0.0  # the bonus for keeping the question's word pairs together
     filler: str | None = None
     link: Candidate | None = None  # the sentence that named this one's page (second hop)
     signature: bool = False
@@ -366,8 +369,35 @@ def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[
                 c.score -= RESTATES_PENALTY
             if intent.head_terms and intent.head_terms & c.stems:
                 c.score += 0.05
+            if id(c) in plausible:
+                c.phrase = PHRASE_BONUS * _phrase_share(intent, c.statement)
+                c.score += c.phrase
     _chain(intent, docs, pool, weights)
     return pool
+
+
+def _phrase_share(intent: QuestionIntent, statement: str) -> float:
+    """The share of the question's adjacent content-word pairs that the sentence keeps together (within
+    PHRASE_WINDOW content words, either order): a sentence the question paraphrases keeps its phrases."""
+    pairs = _question_pairs(intent)
+    if not pairs:
+        return 0.0
+    seq = content_stems(statement)
+    at: dict[str, list[int]] = {}
+    for term in {t for pair in pairs for t in pair}:
+        at[term] = [i for i, s in enumerate(seq) if matched((term,), frozenset((s,)))]
+    hit = sum(1 for a, b in pairs if any(abs(i - j) <= PHRASE_WINDOW for i in at[a] for j in at[b]))
+    return hit / len(pairs)
+
+
+@lru_cache(maxsize=256)
+def _question_pairs_of(text: str, terms: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    seq = [s for s in content_stems(text) if s in terms]
+    return tuple(dict.fromkeys((a, b) for a, b in pairwise(seq) if a != b))
+
+
+def _question_pairs(intent: QuestionIntent) -> tuple[tuple[str, str], ...]:
+    return _question_pairs_of(intent.text, intent.stems)
 
 
 def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate], weights: dict[str, float]) -> None:
@@ -401,6 +431,7 @@ def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
                 CHAIN_SHARE * _coverage(c.joint | link.joint | link.context, c.context, weights)
                 + (TYPE_BONUS if typed else 0.0)
                 + CHAIN_BONUS
+                + link.phrase
             )
             if chained > c.score:
                 c.score = chained
