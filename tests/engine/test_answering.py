@@ -420,3 +420,16 @@ def test_the_sentence_that_keeps_the_question_s_phrases_together_leads() -> None
     assert selection.answered
     assert selection.sentences[0].statement.startswith("On 3 May 1904")
     assert selection.short_answer == "3 May 1904"
+
+
+def test_a_question_may_name_the_page_s_subject_by_its_initials() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt River Authority",
+            "The authority was set up by the county in 1931. Its board later moved the weir to protect salmon runs.",
+        )
+    ]
+    selection = select_answer("Why did the TRA board move the weir?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("Its board later moved the weir")

@@ -246,7 +246,7 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
         source = numbered.source
         text = source.text()
         title = clean_title(source.title or "")
-        title_stems = stem_set(title)
+        title_stems = stem_set(title) | _acronyms(title)
         candidates: list[Candidate] = []
         previous: Candidate | None = None
         for sentence in split_sentences(text)[:MAX_SENTENCES_PER_SOURCE]:
@@ -273,6 +273,13 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             )
         docs.append(SourceDoc(numbered.n, source.url, title, normalize_key(title), candidates, signature))
     return docs
+
+
+def _acronyms(title: str) -> frozenset[str]:
+    """The initials of a title's capitalised words ("Intergovernmental Panel on Climate Change" -> "ipcc"):
+    a question may name the page's subject by its abbreviation."""
+    initials = "".join(w[0] for w in title.split() if w[:1].isupper()).casefold()
+    return frozenset([initials]) if len(initials) >= 2 else frozenset()
 
 
 # --- scoring --------------------------------------------------------------------------------------------
