@@ -433,3 +433,34 @@ def test_a_question_may_name_the_page_s_subject_by_its_initials() -> None:
     selection = select_answer("Why did the TRA board move the weir?", sources)
     assert selection.answered
     assert selection.sentences[0].statement.startswith("Its board later moved the weir")
+
+
+def test_a_pronoun_that_stands_for_the_asked_subject_is_quoted_after_the_sentence_naming_it() -> None:
+    sources = [
+        page(
+            1,
+            "Rowing on the Tolt",
+            "Rowing on the Tolt began with the dock workers. "
+            "The Varn Rowing Club was founded by dock workers in 1890. "
+            "It won the first Tolt regatta in 1893, and the regatta has been held every summer since.",
+        )
+    ]
+    selection = select_answer("Which club won the first Tolt regatta?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("The Varn Rowing Club was founded")
+    assert selection.sentences[1].statement.startswith("It won the first Tolt regatta")
+
+
+def test_a_pronoun_that_cannot_stand_for_the_asked_kind_keeps_its_sentence_first() -> None:
+    # "he" cannot stand for a country: the sentence that answers stays first
+    sources = [
+        page(
+            1,
+            "Rowing in Europe",
+            "Teo Brandt studied the rowing clubs of twelve European countries in 1961. "
+            "He found that Norway has the most rowing clubs per person.",
+        )
+    ]
+    selection = select_answer("Which country has the most rowing clubs per person?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("He found that Norway")

@@ -475,6 +475,11 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
     if not _answers(intent, lead):
         return AnswerSelection([], None, False, closest=ranked[:2])
     chosen = _with_support(lead)
+    if lead.antecedent is not None and lead.link is None and _stands_for_answer(intent, lead):
+        # "Which task force states ...?" answered by "It is ...": the pronoun stands for the subject asked
+        # for, which the sentence before names
+        lead = lead.antecedent
+        chosen.reverse()
     for c in ranked[1:]:
         if len(chosen) >= MAX_ANSWER_SENTENCES - 1 or _words(chosen) >= MAX_ANSWER_WORDS - 25:
             break
@@ -482,6 +487,20 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
             continue
         chosen.append(c)
     return AnswerSelection(chosen, short_answer(intent, lead), True)
+
+
+def _stands_for_answer(intent: QuestionIntent, lead: Candidate) -> bool:
+    """The lead's opening pronoun can stand for what the question asks for: the question asks for the
+    subject ("Which task force states ...?", "Who founded ...?") and the pronoun agrees with its type
+    ("he"/"she" for a person, "it" for anything else, "they" for either)."""
+    if not _asks_for_subject(intent.text):
+        return False
+    pronoun = lead.statement.split(maxsplit=1)[0].casefold()
+    if pronoun in ("he", "she", "his", "her"):
+        return intent.answer_type == "person"
+    if pronoun in ("it", "its"):
+        return intent.answer_type != "person"
+    return True
 
 
 def _answers(intent: QuestionIntent, lead: Candidate) -> bool:
