@@ -464,3 +464,28 @@ def test_a_pronoun_that_cannot_stand_for_the_asked_kind_keeps_its_sentence_first
     selection = select_answer("Which country has the most rowing clubs per person?", sources)
     assert selection.answered
     assert selection.sentences[0].statement.startswith("He found that Norway")
+
+
+def test_a_why_question_s_short_answer_is_what_follows_because_of() -> None:
+    sources = [
+        page(
+            1,
+            "Varn bridge",
+            "In 1902 the Varn council closed the bridge to carts because of cracks in the main arch, "
+            "and it stayed closed until 1905.",
+        )
+    ]
+    selection = select_answer("Why did the Varn council close the bridge in 1902?", sources)
+    assert selection.answered and selection.short_answer == "cracks in the main arch"
+
+
+def test_a_how_question_s_short_answer_is_the_means_after_by() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt river",
+            "Since 1990 most visitors to Tolt Harbour cross the Tolt river by cable ferry from the old pier.",
+        )
+    ]
+    selection = select_answer("How do visitors to Tolt Harbour cross the Tolt river?", sources)
+    assert selection.answered and selection.short_answer == "cable ferry from the old pier"

@@ -634,7 +634,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         spans.append(copular)
     head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
     appositives = _appositives(intent, tokens, in_question, lead.statement)
-    spans += head_phrases + appositives
+    cued = _cued_spans(intent, tokens, in_question, lead.statement)
+    spans += head_phrases + appositives + cued
     run: int | None = None
     for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
         # a run of words outside the question, not crossing a clause break (comma, dash, parenthesis)
@@ -692,6 +693,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
             + (SHORT_HEAD_BONUS if sp in located else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
+            + (SHORT_HEAD_PHRASE_BONUS if sp in cued else 0.0)
             + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and sp.first == 0 else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
@@ -800,6 +802,47 @@ def _appositives(
         closed = last < len(tokens) and _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]])
         if closed and not all(in_question[h + 1 : last]):
             out.append(_Span(h + 1, last, False))  # an appositive closed by a comma or dash, not the clause's end
+    return out
+
+
+_MANNER_RE = re.compile(
+    r"^\s*how\s+(?!many\b|much\b|long\b|old\b|far\b|often\b|big\b|large\b|tall\b|high\b|wide\b|deep\b|soon\b)",
+    re.IGNORECASE,
+)
+_REASON_CUES: tuple[tuple[str, ...], ...] = (
+    ("because", "of"), ("because",), ("due", "to"), ("owing", "to"), ("as", "a", "result", "of"), ("in", "order", "to"),
+    ("so", "that"), ("for", "fear"), ("out", "of"),
+)  # fmt: skip
+_MANNER_CUES: tuple[tuple[str, ...], ...] = (("by", "means", "of"), ("by",), ("through",), ("using",))
+
+
+def _cued_spans(
+    intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
+) -> list[_Span]:
+    """ "Why ...?": the words after "because (of)", "due to", "for fear" ("for fear of betrayal"); "How do
+    members vote?": the words after "by (means of)", "through", "using". Up to the clause's end."""
+    if intent.answer_type == "reason":
+        cues = _REASON_CUES
+    elif _MANNER_RE.match(intent.text):
+        cues = _MANNER_CUES
+    else:
+        return []
+    lowered = [t.casefold() for _, _, t in tokens]
+    out = []
+    for i in range(len(tokens)):
+        cue = next((c for c in cues if tuple(lowered[i : i + len(c)]) == c), None)
+        if cue is None:
+            continue
+        first = i + len(cue) if cue[0] != "for" else i + 1  # "for fear of X": the fear is the reason
+        last = first
+        while (
+            last < len(tokens)
+            and last - first < SHORT_ANSWER_WORDS
+            and (last == first or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
+        ):
+            last += 1
+        if last > first and not all(in_question[first:last]):
+            out.append(_Span(first, last, False))
     return out
 
 
