@@ -489,3 +489,15 @@ def test_a_how_question_s_short_answer_is_the_means_after_by() -> None:
     ]
     selection = select_answer("How do visitors to Tolt Harbour cross the Tolt river?", sources)
     assert selection.answered and selection.short_answer == "cable ferry from the old pier"
+
+
+def test_the_short_answer_fills_the_slot_after_the_word_before_the_wh_word() -> None:
+    sources = [
+        page(
+            1,
+            "Varn ferry",
+            "Clearly, some old ferries evade the breaking yards and go on to become museums.",
+        )
+    ]
+    selection = select_answer("Old ferries that are able to evade the owner's breaking plans can become what?", sources)
+    assert selection.answered and selection.short_answer == "museums"

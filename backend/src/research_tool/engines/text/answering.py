@@ -69,6 +69,7 @@ SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
 SHORT_OTHER_SIDE = 1.0
 SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
 SHORT_HEAD_PHRASE_BONUS = 2.0  # the words before the question's head noun, with it ("a progressive tax system")
+SHORT_SLOT_BONUS = 1.0  # a span right after the question's word before its wh-word ("... become what?")
 SHORT_SUBJECT_BONUS = 2.0  # a name opening the lead, when the question asks for the subject ("who founded X?")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
@@ -667,6 +668,11 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
 
     named_at = {i for sp in spans if sp.mention for i in range(sp.first, sp.last)}
     heads = [i for i in anchors if stem(tokens[i][2].casefold()) in intent.head_terms]
+    # "... can become what?", "... rather than what?": the answer fills the slot after the word before the wh-word
+    slot_words = _before_wh(intent.text)
+    slots = (
+        [i for i in anchors if matched(slot_words, frozenset([stem(tokens[i][2].casefold())]))] if slot_words else []
+    )
 
     def named(sp: _Span) -> bool:
         """A name or a value: a mention, a number, or a capital that does not merely open the sentence."""
@@ -697,6 +703,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and sp.first == 0 else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
+            + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
             - (SHORT_COMMON_PENALTY if common else 0.0)
         )
 
@@ -705,6 +712,15 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
         last += 1  # "a progressive tax system": the head noun completes the phrase it ends
     return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
+
+
+def _before_wh(question: str) -> frozenset[str]:
+    """The stem of the content word right before a wh-word that does not open the question ("Tumors ... can
+    become what?" -> "become"), or nothing."""
+    match = re.search(r"(\w[\w'’-]*)\s+(?:what|which|whom|who)\b", question.strip(), re.IGNORECASE)
+    if match is None or match.start() == 0 or is_stopword(match.group(1)):
+        return frozenset()
+    return frozenset(content_stems(match.group(1)))
 
 
 def _located_at(name: str, intent: QuestionIntent) -> int:
