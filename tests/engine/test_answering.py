@@ -501,3 +501,19 @@ def test_the_short_answer_fills_the_slot_after_the_word_before_the_wh_word() -> 
     ]
     selection = select_answer("Old ferries that are able to evade the owner's breaking plans can become what?", sources)
     assert selection.answered and selection.short_answer == "museums"
+
+
+def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
+    assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
+    assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"
+    assert classify_question("Simon & Simon starred which television and movie actor?").answer_type == "person"
+    sources = [
+        page(
+            1,
+            "Varn birds",
+            "The Varn birds were cast in bronze for the harbour in 1961, and the casting took the Varn foundry "
+            "nearly a year. Mara Quill cast the Varn birds after winning a competition held by the town.",
+        )
+    ]
+    selection = select_answer("Which Norwegian sculptor cast the Varn birds?", sources)
+    assert selection.answered and selection.short_answer == "Mara Quill"

@@ -85,6 +85,14 @@ _ORG_HEADS = frozenset(
     ["company", "organization", "organisation", "band", "group", "team", "club", "university", "college",
      "school", "party", "network", "agency", "firm", "label", "publisher", "newspaper", "magazine", "church"]
 )  # fmt: skip
+_PERSON_HEADS = frozenset(
+    ["person", "man", "woman", "actor", "actress", "author", "writer", "novelist", "poet", "singer", "musician",
+     "composer", "songwriter", "vocalist", "guitarist", "drummer", "rapper", "comedian", "player", "footballer",
+     "athlete", "coach", "director", "producer", "politician", "president", "king", "queen", "prince",
+     "princess", "emperor", "ruler", "leader", "founder", "artist", "painter", "sculptor", "architect",
+     "scientist", "economist", "philosopher", "inventor", "explorer", "journalist", "anchor", "host",
+     "minister", "governor", "senator", "judge", "general", "officer", "chancellor", "pope", "bishop"]
+)  # fmt: skip
 # words that name the answer's type, not its topic ("in what year", "how many people"): a sentence need not repeat them
 _TYPE_WORDS: dict[str, frozenset[str]] = {
     "date": frozenset(["year", "date", "decade", "century", "month", "day", "time"]),
@@ -139,6 +147,8 @@ def classify_question(question: str) -> QuestionIntent:
         answer_type = "yes_no"
     elif kind == "entity" and set(slot.terms) & _ORG_HEADS:
         answer_type = "organization"
+    elif kind == "entity" and _person_head(text):
+        answer_type = "person"  # "which actor", "what Khitan prince": a kind of person
     else:
         answer_type = "thing"
     mentions = [m for m in find_mentions(text) if m.entity_type not in ("number",)]
@@ -172,6 +182,21 @@ def classify_question(question: str) -> QuestionIntent:
         head_noun=_head_noun(text, slot.terms),
         comparison=answer_type == "yes_no" and bool(_COMPARISON_RE.search(text)),
     )
+
+
+def _person_head(text: str) -> bool:
+    """ "Which television and movie actor ...?", "What Khitan prince ...?": the wh-word's noun phrase (its
+    next few words, up to a function word) has a noun naming a kind of person."""
+    match = re.search(r"\b(?:which|what)\s+", text, re.IGNORECASE)
+    if match is None:
+        return False
+    for word in re.findall(r"[\w'’&-]+", text[match.end() :])[:5]:
+        lowered = word.casefold()
+        if lowered in _PERSON_HEADS or (lowered.endswith("s") and lowered[:-1] in _PERSON_HEADS):
+            return True
+        if is_stopword(word) and lowered not in ("and", "or"):
+            return False
+    return False
 
 
 def _head_noun(text: str, terms: Sequence[str]) -> str | None:
