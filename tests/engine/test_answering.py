@@ -517,3 +517,18 @@ def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     ]
     selection = select_answer("Which Norwegian sculptor cast the Varn birds?", sources)
     assert selection.answered and selection.short_answer == "Mara Quill"
+
+
+def test_a_century_or_a_decade_answers_a_when_question() -> None:
+    sources = [
+        page(
+            1,
+            "Varn bridge",
+            "The Varn bridge was built by the river guild of Tolt, and it was later widened for carts. "
+            "The guild built the Varn bridge during the 14th century, after the old ford flooded.",
+        )
+    ]
+    selection = select_answer("In which century did the river guild build the Varn bridge?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("The guild built the Varn bridge during the 14th century")
+    assert selection.short_answer == "14th century"

@@ -105,6 +105,9 @@ _PREPOSITIONS = frozenset(
     ["into", "to", "from", "in", "on", "at", "with", "by", "for", "about", "after", "before", "under", "over",
      "out", "up", "off", "through", "during", "against", "upon"]
 )  # fmt: skip
+_PERIOD_RE = re.compile(
+    r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE
+)  # "the 19th century", "the 1960s": a time the name finder leaves out
 _GENERIC_HOWTO = frozenset(["python", "way", "program", "code", "object", "thing"])
 _DEFINING_RE = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+((?:[\w'’-]+[\s,]*){1,10})")
 
@@ -353,7 +356,9 @@ def type_filler(intent: QuestionIntent, statement: str) -> str | None:
     kind = intent.answer_type
     mentions = [m for m in find_mentions(statement) if not _named_in_question(m.text, intent)]
     if kind == "date":
-        return next((m.text for m in mentions if m.entity_type == "date"), None)
+        found = next((m.text for m in mentions if m.entity_type == "date"), None)
+        period = _PERIOD_RE.search(statement)
+        return found or (period.group(0) if period and period.group(0) not in intent.text else None)
     if kind == "number":
         found = next((m.text for m in mentions if m.entity_type == "number"), None)
         return found or next(
@@ -648,6 +653,11 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
         if inner and not all(in_question[i] for i in inner):
             spans.append(_Span(inner[0], inner[-1] + 1, False, mention=True))
+    if "date" in expected:  # "the 19th century", "the 1960s"
+        for period in _PERIOD_RE.finditer(lead.statement):
+            inner = [i for i, (a, b, _) in enumerate(tokens) if a >= period.start() and b <= period.end()]
+            if inner and not all(in_question[i] for i in inner):
+                spans.append(_Span(inner[0], inner[-1] + 1, True, mention=True))
     if "number" in expected:  # "32%", "€25,000": values the name finder leaves out
         spans += [
             _Span(i, i + 1, True, mention=True)
