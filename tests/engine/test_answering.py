@@ -532,3 +532,15 @@ def test_a_century_or_a_decade_answers_a_when_question() -> None:
     assert selection.answered
     assert selection.sentences[0].statement.startswith("The guild built the Varn bridge during the 14th century")
     assert selection.short_answer == "14th century"
+
+
+def test_a_naming_question_s_short_answer_is_what_follows_named_or_called() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt ferries",
+            'Exactly 12 months later, on 3 May 1950, the harbour board put a new ferry under the name "Varn Star".',
+        )
+    ]
+    selection = select_answer("What did the harbour board name the new ferry on 3 May 1950?", sources)
+    assert selection.answered and selection.short_answer == "Varn Star"

@@ -689,7 +689,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         for sp in spans
         if sp.last > sp.first
         # a run inside a longer name is a fragment of it ("Free" of "Free Town of Tolt")
-        and (sp.mention or not any(n.first <= sp.first and sp.last <= n.last and n != sp for n in names))
+        and (sp.mention or sp in cued or not any(n.first <= sp.first and sp.last <= n.last and n != sp for n in names))
     ]
     if expected and any(sp.typed for sp in spans):
         spans = [sp for sp in spans if sp.typed]  # "when": a date, never a nearby common word
@@ -867,15 +867,31 @@ _REASON_CUES: tuple[tuple[str, ...], ...] = (
 _MANNER_CUES: tuple[tuple[str, ...], ...] = (("by", "means", "of"), ("by",), ("through",), ("using",))
 
 
+_NAMING_RE = re.compile(r"\b(?:name|named|called|known as|termed|titled|nickname)\b", re.IGNORECASE)
+_NAMING_CUES: tuple[tuple[str, ...], ...] = (
+    ("the", "name"),
+    ("named",),
+    ("called",),
+    ("known", "as"),
+    ("termed",),
+    ("titled",),
+    ("dubbed",),
+    ("nicknamed",),
+)
+
+
 def _cued_spans(
     intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
 ) -> list[_Span]:
     """ "Why ...?": the words after "because (of)", "due to", "for fear" ("for fear of betrayal"); "How do
-    members vote?": the words after "by (means of)", "through", "using". Up to the clause's end."""
+    members vote?": the words after "by (means of)", "through", "using"; "What is X called?", "What did X name
+    itself?": the words after "called", "named", "known as", "the name". Up to the clause's end."""
     if intent.answer_type == "reason":
         cues = _REASON_CUES
     elif _MANNER_RE.match(intent.text):
         cues = _MANNER_CUES
+    elif _NAMING_RE.search(intent.text):
+        cues = _NAMING_CUES
     else:
         return []
     lowered = [t.casefold() for _, _, t in tokens]
@@ -892,6 +908,7 @@ def _cued_spans(
             and (last == first or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
         ):
             last += 1
+        first, last = _trimmed(tokens, first, last)  # "named after the X": the X
         if last > first and not all(in_question[first:last]):
             out.append(_Span(first, last, False))
     return out
