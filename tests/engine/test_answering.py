@@ -544,3 +544,15 @@ def test_a_naming_question_s_short_answer_is_what_follows_named_or_called() -> N
     ]
     selection = select_answer("What did the harbour board name the new ferry on 3 May 1950?", sources)
     assert selection.answered and selection.short_answer == "Varn Star"
+
+
+def test_a_choice_question_s_short_answer_is_the_option_the_lead_names() -> None:
+    sources = [
+        page(
+            1,
+            "Bridges of the county",
+            "At 240 metres, the Tolt Bridge is longer than any other stone bridge in the county, Harbour Road included.",
+        )
+    ]
+    selection = select_answer("Which is longer, the Varn Bridge or the Tolt Bridge?", sources)
+    assert selection.answered and selection.short_answer == "Tolt Bridge"

@@ -622,6 +622,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%€$£–-]+", lead.statement)]
     if not tokens:
         return None
+    named = [o for o in _options(intent) if o.casefold() in lead.statement.casefold()]
+    if len(named) == 1:
+        return named[0]  # "Which is older, A or B?": the answer is one of the options, the one the lead names
     in_question = [bool(matched(intent.weights, frozenset(content_stems(t)))) for _, _, t in tokens]
     anchors = [i for i, hit in enumerate(in_question) if hit]
     expected = _EXPECTED_MENTIONS.get(intent.answer_type, ())
@@ -756,6 +759,17 @@ def _before_wh(question: str) -> frozenset[str]:
     if match is None or match.start() == 0 or is_stopword(match.group(1)):
         return frozenset()
     return frozenset(content_stems(match.group(1)))
+
+
+def _options(intent: QuestionIntent) -> list[str]:
+    """The named options of a choice question ("Which is older, the A or the B?"): the last name before its
+    final " or " and the first after it; none for any other question."""
+    left, sep, right = intent.text.rpartition(" or ")
+    if not sep or not _WH_RE.match(intent.text.strip()):
+        return []
+    before = [n for n in intent.names if n in left]
+    after = [n for n in intent.names if n in right]
+    return [before[-1], after[0]] if before and after else []
 
 
 def _located_at(name: str, intent: QuestionIntent) -> int:
