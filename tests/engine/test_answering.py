@@ -551,7 +551,8 @@ def test_a_choice_question_s_short_answer_is_the_option_the_lead_names() -> None
         page(
             1,
             "Bridges of the county",
-            "At 240 metres, the Tolt Bridge is longer than any other stone bridge in the county, Harbour Road included.",
+            "At 240 metres, the Tolt Bridge is longer than any other stone bridge in the county, "
+            "Harbour Road included.",
         )
     ]
     selection = select_answer("Which is longer, the Varn Bridge or the Tolt Bridge?", sources)
