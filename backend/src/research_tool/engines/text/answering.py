@@ -622,9 +622,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%€$£–-]+", lead.statement)]
     if not tokens:
         return None
-    named = [o for o in _options(intent) if o.casefold() in lead.statement.casefold()]
-    if len(named) == 1:
-        return named[0]  # "Which is older, A or B?": the answer is one of the options, the one the lead names
+    offered = [o for o in _options(intent) if o.casefold() in lead.statement.casefold()]
+    if len(offered) == 1:
+        return offered[0]  # "Which is older, A or B?": the answer is one of the options, the one the lead names
     in_question = [bool(matched(intent.weights, frozenset(content_stems(t)))) for _, _, t in tokens]
     anchors = [i for i, hit in enumerate(in_question) if hit]
     expected = _EXPECTED_MENTIONS.get(intent.answer_type, ())
