@@ -557,3 +557,17 @@ def test_a_choice_question_s_short_answer_is_the_option_the_lead_names() -> None
     ]
     selection = select_answer("Which is longer, the Varn Bridge or the Tolt Bridge?", sources)
     assert selection.answered and selection.short_answer == "Tolt Bridge"
+
+
+def test_a_superlative_question_prefers_the_sentence_that_singles_one_out() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt Harbour",
+            "Storm damage to Tolt Harbour from Ada was reported in 1901. "
+            "The worst storm damage to Tolt Harbour came from Bea.",
+        )
+    ]
+    selection = select_answer("What storm did the most damage to Tolt Harbour?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("The worst storm damage")

@@ -62,6 +62,7 @@ CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
 CHAIN_BONUS = 0.15  # the far end of a chain answers; the link only leads to it
 PHRASE_BONUS = 0.2  # the sentence keeps all of the question's adjacent word pairs together
 PHRASE_WINDOW = 2  # content words apart, at most, for a pair to count as kept together
+SUPERLATIVE_BONUS = 0.05  # a question that singles one thing out ("the most", "-est"), a sentence that does too
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
@@ -108,6 +109,22 @@ _PREPOSITIONS = frozenset(
 _PERIOD_RE = re.compile(
     r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE
 )  # "the 19th century", "the 1960s": a time the name finder leaves out
+_SUPERLATIVE_WORDS = frozenset(["most", "least", "best", "worst", "only"])
+_NOT_SUPERLATIVE = frozenset(
+    ["interest", "forest", "honest", "modest", "manifest", "request", "suggest", "protest", "harvest", "contest",
+     "invest", "arrest", "digest", "inquest", "conquest", "attest", "detest", "ingest", "behest", "earnest",
+     "unrest", "midwest", "southwest", "northwest", "everest", "budapest", "bucharest", "tempest", "celest"]
+)  # fmt: skip
+
+
+def _has_superlative(text: str) -> bool:
+    """ "the most significant", "the strongest", "the only": a word that singles one thing out."""
+    for word in re.findall(r"[a-z]+", text.casefold()):
+        if word in _SUPERLATIVE_WORDS or (len(word) > 5 and word.endswith("est") and word not in _NOT_SUPERLATIVE):
+            return True
+    return False
+
+
 _GENERIC_HOWTO = frozenset(["python", "way", "program", "code", "object", "thing"])
 _DEFINING_RE = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+((?:[\w'’-]+[\s,]*){1,10})")
 
@@ -396,6 +413,7 @@ def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[
         c.coverage = _coverage(c.joint, c.context, weights)
     # typing a sentence (finding its names) is the costly part: only the plausible ones are typed
     plausible = {id(c) for c in sorted(pool, key=lambda c: -c.coverage)[:MAX_TYPED_CANDIDATES]}
+    superlative = _has_superlative(intent.text)
     for doc in docs:
         prior = SOURCE_PRIOR * (1.0 - (doc.n - 1) / total_sources)
         for c in doc.candidates:
@@ -410,6 +428,8 @@ def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[
             if id(c) in plausible:
                 c.phrase = PHRASE_BONUS * _phrase_share(intent, c.statement)
                 c.score += c.phrase
+            if superlative and _has_superlative(c.statement):
+                c.score += SUPERLATIVE_BONUS
     _chain(intent, docs, pool, weights)
     return pool
 
