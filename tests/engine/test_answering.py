@@ -571,3 +571,18 @@ def test_a_superlative_question_prefers_the_sentence_that_singles_one_out() -> N
     selection = select_answer("What storm did the most damage to Tolt Harbour?", sources)
     assert selection.answered
     assert selection.sentences[0].statement.startswith("The worst storm damage")
+
+
+def test_the_day_of_a_date_is_no_count() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt Ferry Company",
+            "The Tolt Ferry Company (founded 2 May 1936) is a harbour firm of Tolt. "
+            "Boats of the firm have carried more than 40 million passengers across the bay.",
+        )
+    ]
+    selection = select_answer("The Tolt Ferry Company has carried more than how many passengers?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("Boats of the firm have carried")
+    assert selection.short_answer == "40 million"

@@ -378,8 +378,15 @@ def type_filler(intent: QuestionIntent, statement: str) -> str | None:
         return found or (period.group(0) if period and period.group(0) not in intent.text else None)
     if kind == "number":
         found = next((m.text for m in mentions if m.entity_type == "number"), None)
+        dates = [(m.start, m.start + len(m.text)) for m in mentions if m.entity_type == "date"]
         return found or next(
-            (w for w in words(statement) if re.fullmatch(r"\d[\d,.]*", w) and w not in intent.text), None
+            (
+                w.group(0)
+                for w in re.finditer(r"\d[\d,.]*", statement)
+                if w.group(0).rstrip(".,") not in intent.text
+                and not any(a <= w.start() < b for a, b in dates)  # the day of "2 May 1936" counts nothing
+            ),
+            None,
         )
     if kind == "person":
         person = next((m.text for m in mentions if m.entity_type == "person"), None)
@@ -653,7 +660,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         expected = ("number",)  # "what percentage", "what fee": a value
     spans: list[_Span] = []
     located: list[_Span] = []  # the place a name of the question's is "in"
-    for mention in find_mentions(lead.statement):
+    mentions = find_mentions(lead.statement)
+    dated = [(m.start, m.end) for m in mentions if m.entity_type == "date"]
+    for mention in mentions:
         if _named_in_question(mention.text, intent):
             continue
         start = mention.start + _located_at(mention.text, intent)
@@ -685,7 +694,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         spans += [
             _Span(i, i + 1, True, mention=True)
             for i, t in enumerate(tokens)
-            if _VALUE_RE.match(t[2]) and not in_question[i]
+            if _VALUE_RE.match(t[2])
+            and not in_question[i]
+            and not any(a <= t[0] < b for a, b in dated)  # the day or year of a date counts nothing
         ]
     spans += _joined(spans, tokens, lead.statement)
     copular = _copular_span(intent, tokens, in_question)
