@@ -39,7 +39,7 @@ from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.slots import required_slots
-from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set, words
+from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set
 from research_tool.models.entities import normalize_key
 
 AnswerType = Literal[
