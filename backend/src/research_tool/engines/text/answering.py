@@ -7,8 +7,12 @@ the sources answer the question at all.
 - Every sentence of every citable source is a candidate, not only the extracted facts. A candidate is
   scored by the question terms it covers (rarer terms weigh more; the document's title and, for a
   sentence opening with a pronoun, the previous sentence's subject count as context), by carrying a
-  value of the expected type that the question does not already name, and by its source's rank; a
-  sentence that only restates the question scores low.
+  value of the expected type that the question does not already name, by keeping the question's
+  adjacent word pairs together (a question paraphrases the sentence that answers it), by a superlative
+  when the question singles one thing out, and by its source's rank; a sentence that only restates the
+  question scores low. A title counts with its initials ("IPCC"). When the question asks for the subject
+  and the best sentence opens with a pronoun that can stand for it, the sentence naming the referent
+  leads.
 - Chains (bridge questions): a sentence on a page that another good sentence names is scored with that
   sentence's question terms too, so the second hop (the named page's answer) can lead, its link after it.
 - Yes/no comparisons ("Are X and Y both ...?", "... the same ...?") are decided from each named thing's
@@ -17,6 +21,9 @@ the sources answer the question at all.
   then one sentence per aspect, preferring sentences with code-like spans. An API page answers through its
   name as well as its prose: "csv.DictReader" spells out "read ... into dictionaries" even when its page
   holds only a signature and a member list.
+- The short answer is a span of the lead: a value of the expected type, or the words after a cue the
+  question calls for ("because of" for why, "by" for how, "named"/"called" for a name), after the word
+  before a trailing wh-word ("... become what?"), or one of a choice question's options.
 - `answered` is false when the best candidate (with its title, antecedent and link) covers less than half
   of the question's weighted terms (names weigh more): the sources talk about something else.
 """
