@@ -403,3 +403,186 @@ def test_a_misspelt_question_word_still_matches_its_long_word() -> None:
     ]
     selection = select_answer("When did independance come?", sources)
     assert selection.answered and selection.short_answer == "3 May 1901"
+
+
+def test_the_sentence_that_keeps_the_question_s_phrases_together_leads() -> None:
+    # both sentences hold every question word and a date; only the second keeps "toll approved by the
+    # harbour board" together, as the question says it
+    sources = [
+        page(
+            1,
+            "Varn bridge",
+            "The council approved a toll after the Varn bridge was rebuilt for the harbour board in 1902. "
+            "On 3 May 1904 the new toll was approved by the harbour board.",
+        )
+    ]
+    selection = select_answer("When was the toll approved by the harbour board?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("On 3 May 1904")
+    assert selection.short_answer == "3 May 1904"
+
+
+def test_a_question_may_name_the_page_s_subject_by_its_initials() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt River Authority",
+            "The authority was set up by the county in 1931. Its board later moved the weir to protect salmon runs.",
+        )
+    ]
+    selection = select_answer("Why did the TRA board move the weir?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("Its board later moved the weir")
+
+
+def test_a_pronoun_that_stands_for_the_asked_subject_is_quoted_after_the_sentence_naming_it() -> None:
+    sources = [
+        page(
+            1,
+            "Rowing on the Tolt",
+            "Rowing on the Tolt began with the dock workers. "
+            "The Varn Rowing Club was founded by dock workers in 1890. "
+            "It won the first Tolt regatta in 1893, and the regatta has been held every summer since.",
+        )
+    ]
+    selection = select_answer("Which club won the first Tolt regatta?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("The Varn Rowing Club was founded")
+    assert selection.sentences[1].statement.startswith("It won the first Tolt regatta")
+
+
+def test_a_pronoun_that_cannot_stand_for_the_asked_kind_keeps_its_sentence_first() -> None:
+    # "he" cannot stand for a country: the sentence that answers stays first
+    sources = [
+        page(
+            1,
+            "Rowing in Europe",
+            "Teo Brandt studied the rowing clubs of twelve European countries in 1961. "
+            "He found that Norway has the most rowing clubs per person.",
+        )
+    ]
+    selection = select_answer("Which country has the most rowing clubs per person?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("He found that Norway")
+
+
+def test_a_why_question_s_short_answer_is_what_follows_because_of() -> None:
+    sources = [
+        page(
+            1,
+            "Varn bridge",
+            "In 1902 the Varn council closed the bridge to carts because of cracks in the main arch, "
+            "and it stayed closed until 1905.",
+        )
+    ]
+    selection = select_answer("Why did the Varn council close the bridge in 1902?", sources)
+    assert selection.answered and selection.short_answer == "cracks in the main arch"
+
+
+def test_a_how_question_s_short_answer_is_the_means_after_by() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt river",
+            "Since 1990 most visitors to Tolt Harbour cross the Tolt river by cable ferry from the old pier.",
+        )
+    ]
+    selection = select_answer("How do visitors to Tolt Harbour cross the Tolt river?", sources)
+    assert selection.answered and selection.short_answer == "cable ferry from the old pier"
+
+
+def test_the_short_answer_fills_the_slot_after_the_word_before_the_wh_word() -> None:
+    sources = [
+        page(
+            1,
+            "Varn ferry",
+            "Clearly, some old ferries evade the breaking yards and go on to become museums.",
+        )
+    ]
+    selection = select_answer("Old ferries that are able to evade the owner's breaking plans can become what?", sources)
+    assert selection.answered and selection.short_answer == "museums"
+
+
+def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
+    assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
+    assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"
+    assert classify_question("Simon & Simon starred which television and movie actor?").answer_type == "person"
+    sources = [
+        page(
+            1,
+            "Varn birds",
+            "The Varn birds were cast in bronze for the harbour in 1961, and the casting took the Varn foundry "
+            "nearly a year. Mara Quill cast the Varn birds after winning a competition held by the town.",
+        )
+    ]
+    selection = select_answer("Which Norwegian sculptor cast the Varn birds?", sources)
+    assert selection.answered and selection.short_answer == "Mara Quill"
+
+
+def test_a_century_or_a_decade_answers_a_when_question() -> None:
+    sources = [
+        page(
+            1,
+            "Varn bridge",
+            "The Varn bridge was built by the river guild of Tolt, and it was later widened for carts. "
+            "The guild built the Varn bridge during the 14th century, after the old ford flooded.",
+        )
+    ]
+    selection = select_answer("In which century did the river guild build the Varn bridge?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("The guild built the Varn bridge during the 14th century")
+    assert selection.short_answer == "14th century"
+
+
+def test_a_naming_question_s_short_answer_is_what_follows_named_or_called() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt ferries",
+            'Exactly 12 months later, on 3 May 1950, the harbour board put a new ferry under the name "Varn Star".',
+        )
+    ]
+    selection = select_answer("What did the harbour board name the new ferry on 3 May 1950?", sources)
+    assert selection.answered and selection.short_answer == "Varn Star"
+
+
+def test_a_choice_question_s_short_answer_is_the_option_the_lead_names() -> None:
+    sources = [
+        page(
+            1,
+            "Bridges of the county",
+            "At 240 metres, the Tolt Bridge is longer than any other stone bridge in the county, "
+            "Harbour Road included.",
+        )
+    ]
+    selection = select_answer("Which is longer, the Varn Bridge or the Tolt Bridge?", sources)
+    assert selection.answered and selection.short_answer == "Tolt Bridge"
+
+
+def test_a_superlative_question_prefers_the_sentence_that_singles_one_out() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt Harbour",
+            "Storm damage to Tolt Harbour from Ada was reported in 1901. "
+            "The worst storm damage to Tolt Harbour came from Bea.",
+        )
+    ]
+    selection = select_answer("What storm did the most damage to Tolt Harbour?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("The worst storm damage")
+
+
+def test_the_day_of_a_date_is_no_count() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt Ferry Company",
+            "The Tolt Ferry Company (founded 2 May 1936) is a harbour firm of Tolt. "
+            "Boats of the firm have carried more than 40 million passengers across the bay.",
+        )
+    ]
+    selection = select_answer("The Tolt Ferry Company has carried more than how many passengers?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("Boats of the firm have carried")
+    assert selection.short_answer == "40 million"

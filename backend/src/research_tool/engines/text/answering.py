@@ -7,8 +7,12 @@ the sources answer the question at all.
 - Every sentence of every citable source is a candidate, not only the extracted facts. A candidate is
   scored by the question terms it covers (rarer terms weigh more; the document's title and, for a
   sentence opening with a pronoun, the previous sentence's subject count as context), by carrying a
-  value of the expected type that the question does not already name, and by its source's rank; a
-  sentence that only restates the question scores low.
+  value of the expected type that the question does not already name, by keeping the question's
+  adjacent word pairs together (a question paraphrases the sentence that answers it), by a superlative
+  when the question singles one thing out, and by its source's rank; a sentence that only restates the
+  question scores low. A title counts with its initials ("IPCC"). When the question asks for the subject
+  and the best sentence opens with a pronoun that can stand for it, the sentence naming the referent
+  leads.
 - Chains (bridge questions): a sentence on a page that another good sentence names is scored with that
   sentence's question terms too, so the second hop (the named page's answer) can lead, its link after it.
 - Yes/no comparisons ("Are X and Y both ...?", "... the same ...?") are decided from each named thing's
@@ -17,6 +21,9 @@ the sources answer the question at all.
   then one sentence per aspect, preferring sentences with code-like spans. An API page answers through its
   name as well as its prose: "csv.DictReader" spells out "read ... into dictionaries" even when its page
   holds only a signature and a member list.
+- The short answer is a span of the lead: a value of the expected type, or the words after a cue the
+  question calls for ("because of" for why, "by" for how, "named"/"called" for a name), after the word
+  before a trailing wh-word ("... become what?"), or one of a choice question's options.
 - `answered` is false when the best candidate (with its title, antecedent and link) covers less than half
   of the question's weighted terms (names weigh more): the sources talk about something else.
 """
@@ -39,7 +46,7 @@ from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.slots import required_slots
-from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set, words
+from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set
 from research_tool.models.entities import normalize_key
 
 AnswerType = Literal[
@@ -60,6 +67,9 @@ SOURCE_PRIOR = 0.12  # [1] gets this much more than the last source
 RESTATES_PENALTY = 0.2  # fewer than two content words beyond the question's
 CHAIN_SHARE = 1.0  # a second-hop sentence scored with its link's question terms
 CHAIN_BONUS = 0.15  # the far end of a chain answers; the link only leads to it
+PHRASE_BONUS = 0.2  # the sentence keeps all of the question's adjacent word pairs together
+PHRASE_WINDOW = 2  # content words apart, at most, for a pair to count as kept together
+SUPERLATIVE_BONUS = 0.05  # a question that singles one thing out ("the most", "-est"), a sentence that does too
 ANSWERED_MIN_COVERAGE = 0.5  # below this weighted coverage of the question the sources do not answer it
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
@@ -67,6 +77,7 @@ SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
 SHORT_OTHER_SIDE = 1.0
 SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
 SHORT_HEAD_PHRASE_BONUS = 2.0  # the words before the question's head noun, with it ("a progressive tax system")
+SHORT_SLOT_BONUS = 1.0  # a span right after the question's word before its wh-word ("... become what?")
 SHORT_SUBJECT_BONUS = 2.0  # a name opening the lead, when the question asks for the subject ("who founded X?")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
@@ -82,6 +93,14 @@ _ORG_HEADS = frozenset(
     ["company", "organization", "organisation", "band", "group", "team", "club", "university", "college",
      "school", "party", "network", "agency", "firm", "label", "publisher", "newspaper", "magazine", "church"]
 )  # fmt: skip
+_PERSON_HEADS = frozenset(
+    ["person", "man", "woman", "actor", "actress", "author", "writer", "novelist", "poet", "singer", "musician",
+     "composer", "songwriter", "vocalist", "guitarist", "drummer", "rapper", "comedian", "player", "footballer",
+     "athlete", "coach", "director", "producer", "politician", "president", "king", "queen", "prince",
+     "princess", "emperor", "ruler", "leader", "founder", "artist", "painter", "sculptor", "architect",
+     "scientist", "economist", "philosopher", "inventor", "explorer", "journalist", "anchor", "host",
+     "minister", "governor", "senator", "judge", "general", "officer", "chancellor", "pope", "bishop"]
+)  # fmt: skip
 # words that name the answer's type, not its topic ("in what year", "how many people"): a sentence need not repeat them
 _TYPE_WORDS: dict[str, frozenset[str]] = {
     "date": frozenset(["year", "date", "decade", "century", "month", "day", "time"]),
@@ -94,6 +113,25 @@ _PREPOSITIONS = frozenset(
     ["into", "to", "from", "in", "on", "at", "with", "by", "for", "about", "after", "before", "under", "over",
      "out", "up", "off", "through", "during", "against", "upon"]
 )  # fmt: skip
+_PERIOD_RE = re.compile(
+    r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE
+)  # "the 19th century", "the 1960s": a time the name finder leaves out
+_SUPERLATIVE_WORDS = frozenset(["most", "least", "best", "worst", "only"])
+_NOT_SUPERLATIVE = frozenset(
+    ["interest", "forest", "honest", "modest", "manifest", "request", "suggest", "protest", "harvest", "contest",
+     "invest", "arrest", "digest", "inquest", "conquest", "attest", "detest", "ingest", "behest", "earnest",
+     "unrest", "midwest", "southwest", "northwest", "everest", "budapest", "bucharest", "tempest", "celest"]
+)  # fmt: skip
+
+
+def _has_superlative(text: str) -> bool:
+    """ "the most significant", "the strongest", "the only": a word that singles one thing out."""
+    for word in re.findall(r"[a-z]+", text.casefold()):
+        if word in _SUPERLATIVE_WORDS or (len(word) > 5 and word.endswith("est") and word not in _NOT_SUPERLATIVE):
+            return True
+    return False
+
+
 _GENERIC_HOWTO = frozenset(["python", "way", "program", "code", "object", "thing"])
 _DEFINING_RE = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+((?:[\w'’-]+[\s,]*){1,10})")
 
@@ -136,6 +174,8 @@ def classify_question(question: str) -> QuestionIntent:
         answer_type = "yes_no"
     elif kind == "entity" and set(slot.terms) & _ORG_HEADS:
         answer_type = "organization"
+    elif kind == "entity" and _person_head(text):
+        answer_type = "person"  # "which actor", "what Khitan prince": a kind of person
     else:
         answer_type = "thing"
     mentions = [m for m in find_mentions(text) if m.entity_type not in ("number",)]
@@ -169,6 +209,21 @@ def classify_question(question: str) -> QuestionIntent:
         head_noun=_head_noun(text, slot.terms),
         comparison=answer_type == "yes_no" and bool(_COMPARISON_RE.search(text)),
     )
+
+
+def _person_head(text: str) -> bool:
+    """ "Which television and movie actor ...?", "What Khitan prince ...?": the wh-word's noun phrase (its
+    next few words, up to a function word) has a noun naming a kind of person."""
+    match = re.search(r"\b(?:which|what)\s+", text, re.IGNORECASE)
+    if match is None:
+        return False
+    for word in re.findall(r"[\w'’&-]+", text[match.end() :])[:5]:
+        lowered = word.casefold()
+        if lowered in _PERSON_HEADS or (lowered.endswith("s") and lowered[:-1] in _PERSON_HEADS):
+            return True
+        if is_stopword(word) and lowered not in ("and", "or"):
+            return False
+    return False
 
 
 def _head_noun(text: str, terms: Sequence[str]) -> str | None:
@@ -216,6 +271,7 @@ class Candidate:
     antecedent: Candidate | None = None  # the previous sentence when this one opens with a pronoun
     score: float = 0.0
     coverage: float = 0.0
+    phrase: float = 0.0  # the bonus for keeping the question's word pairs together
     filler: str | None = None
     link: Candidate | None = None  # the sentence that named this one's page (second hop)
     signature: bool = False
@@ -243,7 +299,7 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
         source = numbered.source
         text = source.text()
         title = clean_title(source.title or "")
-        title_stems = stem_set(title)
+        title_stems = stem_set(title) | _acronyms(title)
         candidates: list[Candidate] = []
         previous: Candidate | None = None
         for sentence in split_sentences(text)[:MAX_SENTENCES_PER_SOURCE]:
@@ -270,6 +326,13 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             )
         docs.append(SourceDoc(numbered.n, source.url, title, normalize_key(title), candidates, signature))
     return docs
+
+
+def _acronyms(title: str) -> frozenset[str]:
+    """The initials of a title's capitalised words ("Intergovernmental Panel on Climate Change" -> "ipcc"):
+    a question may name the page's subject by its abbreviation."""
+    initials = "".join(w[0] for w in title.split() if w[:1].isupper()).casefold()
+    return frozenset([initials]) if len(initials) >= 2 else frozenset()
 
 
 # --- scoring --------------------------------------------------------------------------------------------
@@ -317,11 +380,20 @@ def type_filler(intent: QuestionIntent, statement: str) -> str | None:
     kind = intent.answer_type
     mentions = [m for m in find_mentions(statement) if not _named_in_question(m.text, intent)]
     if kind == "date":
-        return next((m.text for m in mentions if m.entity_type == "date"), None)
+        found = next((m.text for m in mentions if m.entity_type == "date"), None)
+        period = _PERIOD_RE.search(statement)
+        return found or (period.group(0) if period and period.group(0) not in intent.text else None)
     if kind == "number":
         found = next((m.text for m in mentions if m.entity_type == "number"), None)
+        dates = [(m.start, m.start + len(m.text)) for m in mentions if m.entity_type == "date"]
         return found or next(
-            (w for w in words(statement) if re.fullmatch(r"\d[\d,.]*", w) and w not in intent.text), None
+            (
+                w.group(0)
+                for w in re.finditer(r"\d[\d,.]*", statement)
+                if w.group(0).rstrip(".,") not in intent.text
+                and not any(a <= w.start() < b for a, b in dates)  # the day of "2 May 1936" counts nothing
+            ),
+            None,
         )
     if kind == "person":
         person = next((m.text for m in mentions if m.entity_type == "person"), None)
@@ -355,6 +427,7 @@ def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[
         c.coverage = _coverage(c.joint, c.context, weights)
     # typing a sentence (finding its names) is the costly part: only the plausible ones are typed
     plausible = {id(c) for c in sorted(pool, key=lambda c: -c.coverage)[:MAX_TYPED_CANDIDATES]}
+    superlative = _has_superlative(intent.text)
     for doc in docs:
         prior = SOURCE_PRIOR * (1.0 - (doc.n - 1) / total_sources)
         for c in doc.candidates:
@@ -366,8 +439,37 @@ def score_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[
                 c.score -= RESTATES_PENALTY
             if intent.head_terms and intent.head_terms & c.stems:
                 c.score += 0.05
+            if id(c) in plausible:
+                c.phrase = PHRASE_BONUS * _phrase_share(intent, c.statement)
+                c.score += c.phrase
+            if superlative and _has_superlative(c.statement):
+                c.score += SUPERLATIVE_BONUS
     _chain(intent, docs, pool, weights)
     return pool
+
+
+def _phrase_share(intent: QuestionIntent, statement: str) -> float:
+    """The share of the question's adjacent content-word pairs that the sentence keeps together (within
+    PHRASE_WINDOW content words, either order): a sentence the question paraphrases keeps its phrases."""
+    pairs = _question_pairs(intent)
+    if not pairs:
+        return 0.0
+    seq = content_stems(statement)
+    at: dict[str, list[int]] = {}
+    for term in {t for pair in pairs for t in pair}:
+        at[term] = [i for i, s in enumerate(seq) if matched((term,), frozenset((s,)))]
+    hit = sum(1 for a, b in pairs if any(abs(i - j) <= PHRASE_WINDOW for i in at[a] for j in at[b]))
+    return hit / len(pairs)
+
+
+@lru_cache(maxsize=256)
+def _question_pairs_of(text: str, terms: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    seq = [s for s in content_stems(text) if s in terms]
+    return tuple(dict.fromkeys((a, b) for a, b in pairwise(seq) if a != b))
+
+
+def _question_pairs(intent: QuestionIntent) -> tuple[tuple[str, str], ...]:
+    return _question_pairs_of(intent.text, intent.stems)
 
 
 def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate], weights: dict[str, float]) -> None:
@@ -401,6 +503,7 @@ def _chain(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
                 CHAIN_SHARE * _coverage(c.joint | link.joint | link.context, c.context, weights)
                 + (TYPE_BONUS if typed else 0.0)
                 + CHAIN_BONUS
+                + link.phrase
             )
             if chained > c.score:
                 c.score = chained
@@ -437,6 +540,11 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
     if not _answers(intent, lead):
         return AnswerSelection([], None, False, closest=ranked[:2])
     chosen = _with_support(lead)
+    if lead.antecedent is not None and lead.link is None and _stands_for_answer(intent, lead):
+        # "Which task force states ...?" answered by "It is ...": the pronoun stands for the subject asked
+        # for, which the sentence before names
+        lead = lead.antecedent
+        chosen.reverse()
     for c in ranked[1:]:
         if len(chosen) >= MAX_ANSWER_SENTENCES - 1 or _words(chosen) >= MAX_ANSWER_WORDS - 25:
             break
@@ -444,6 +552,20 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
             continue
         chosen.append(c)
     return AnswerSelection(chosen, short_answer(intent, lead), True)
+
+
+def _stands_for_answer(intent: QuestionIntent, lead: Candidate) -> bool:
+    """The lead's opening pronoun can stand for what the question asks for: the question asks for the
+    subject ("Which task force states ...?", "Who founded ...?") and the pronoun agrees with its type
+    ("he"/"she" for a person, "it" for anything else, "they" for either)."""
+    if not _asks_for_subject(intent.text):
+        return False
+    pronoun = lead.statement.split(maxsplit=1)[0].casefold()
+    if pronoun in ("he", "she", "his", "her"):
+        return intent.answer_type == "person"
+    if pronoun in ("it", "its"):
+        return intent.answer_type != "person"
+    return True
 
 
 def _answers(intent: QuestionIntent, lead: Candidate) -> bool:
@@ -534,6 +656,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%€$£–-]+", lead.statement)]
     if not tokens:
         return None
+    offered = [o for o in _options(intent) if o.casefold() in lead.statement.casefold()]
+    if len(offered) == 1:
+        return offered[0]  # "Which is older, A or B?": the answer is one of the options, the one the lead names
     in_question = [bool(matched(intent.weights, frozenset(content_stems(t)))) for _, _, t in tokens]
     anchors = [i for i, hit in enumerate(in_question) if hit]
     expected = _EXPECTED_MENTIONS.get(intent.answer_type, ())
@@ -542,7 +667,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         expected = ("number",)  # "what percentage", "what fee": a value
     spans: list[_Span] = []
     located: list[_Span] = []  # the place a name of the question's is "in"
-    for mention in find_mentions(lead.statement):
+    mentions = find_mentions(lead.statement)
+    dated = [(m.start, m.end) for m in mentions if m.entity_type == "date"]
+    for mention in mentions:
         if _named_in_question(mention.text, intent):
             continue
         start = mention.start + _located_at(mention.text, intent)
@@ -565,11 +692,18 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
         if inner and not all(in_question[i] for i in inner):
             spans.append(_Span(inner[0], inner[-1] + 1, False, mention=True))
+    if "date" in expected:  # "the 19th century", "the 1960s"
+        for period in _PERIOD_RE.finditer(lead.statement):
+            inner = [i for i, (a, b, _) in enumerate(tokens) if a >= period.start() and b <= period.end()]
+            if inner and not all(in_question[i] for i in inner):
+                spans.append(_Span(inner[0], inner[-1] + 1, True, mention=True))
     if "number" in expected:  # "32%", "€25,000": values the name finder leaves out
         spans += [
             _Span(i, i + 1, True, mention=True)
             for i, t in enumerate(tokens)
-            if _VALUE_RE.match(t[2]) and not in_question[i]
+            if _VALUE_RE.match(t[2])
+            and not in_question[i]
+            and not any(a <= t[0] < b for a, b in dated)  # the day or year of a date counts nothing
         ]
     spans += _joined(spans, tokens, lead.statement)
     copular = _copular_span(intent, tokens, in_question)
@@ -577,7 +711,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         spans.append(copular)
     head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
     appositives = _appositives(intent, tokens, in_question, lead.statement)
-    spans += head_phrases + appositives
+    cued = _cued_spans(intent, tokens, in_question, lead.statement)
+    spans += head_phrases + appositives + cued
     run: int | None = None
     for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
         # a run of words outside the question, not crossing a clause break (comma, dash, parenthesis)
@@ -595,7 +730,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         for sp in spans
         if sp.last > sp.first
         # a run inside a longer name is a fragment of it ("Free" of "Free Town of Tolt")
-        and (sp.mention or not any(n.first <= sp.first and sp.last <= n.last and n != sp for n in names))
+        and (sp.mention or sp in cued or not any(n.first <= sp.first and sp.last <= n.last and n != sp for n in names))
     ]
     if expected and any(sp.typed for sp in spans):
         spans = [sp for sp in spans if sp.typed]  # "when": a date, never a nearby common word
@@ -609,6 +744,11 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
 
     named_at = {i for sp in spans if sp.mention for i in range(sp.first, sp.last)}
     heads = [i for i in anchors if stem(tokens[i][2].casefold()) in intent.head_terms]
+    # "... can become what?", "... rather than what?": the answer fills the slot after the word before the wh-word
+    slot_words = _before_wh(intent.text)
+    slots = (
+        [i for i in anchors if matched(slot_words, frozenset([stem(tokens[i][2].casefold())]))] if slot_words else []
+    )
 
     def named(sp: _Span) -> bool:
         """A name or a value: a mention, a number, or a capital that does not merely open the sentence."""
@@ -635,9 +775,11 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
             + (SHORT_HEAD_BONUS if sp in located else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
+            + (SHORT_HEAD_PHRASE_BONUS if sp in cued else 0.0)
             + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and sp.first == 0 else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
+            + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
             - (SHORT_COMMON_PENALTY if common else 0.0)
         )
 
@@ -646,6 +788,26 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
         last += 1  # "a progressive tax system": the head noun completes the phrase it ends
     return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
+
+
+def _before_wh(question: str) -> frozenset[str]:
+    """The stem of the content word right before a wh-word that does not open the question ("Tumors ... can
+    become what?" -> "become"), or nothing."""
+    match = re.search(r"(\w[\w'’-]*)\s+(?:what|which|whom|who)\b", question.strip(), re.IGNORECASE)
+    if match is None or match.start() == 0 or is_stopword(match.group(1)):
+        return frozenset()
+    return frozenset(content_stems(match.group(1)))
+
+
+def _options(intent: QuestionIntent) -> list[str]:
+    """The named options of a choice question ("Which is older, the A or the B?"): the last name before its
+    final " or " and the first after it; none for any other question."""
+    left, sep, right = intent.text.rpartition(" or ")
+    if not sep or not _WH_RE.match(intent.text.strip()):
+        return []
+    before = [n for n in intent.names if n in left]
+    after = [n for n in intent.names if n in right]
+    return [before[-1], after[0]] if before and after else []
 
 
 def _located_at(name: str, intent: QuestionIntent) -> int:
@@ -743,6 +905,64 @@ def _appositives(
         closed = last < len(tokens) and _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]])
         if closed and not all(in_question[h + 1 : last]):
             out.append(_Span(h + 1, last, False))  # an appositive closed by a comma or dash, not the clause's end
+    return out
+
+
+_MANNER_RE = re.compile(
+    r"^\s*how\s+(?!many\b|much\b|long\b|old\b|far\b|often\b|big\b|large\b|tall\b|high\b|wide\b|deep\b|soon\b)",
+    re.IGNORECASE,
+)
+_REASON_CUES: tuple[tuple[str, ...], ...] = (
+    ("because", "of"), ("because",), ("due", "to"), ("owing", "to"), ("as", "a", "result", "of"), ("in", "order", "to"),
+    ("so", "that"), ("for", "fear"), ("out", "of"),
+)  # fmt: skip
+_MANNER_CUES: tuple[tuple[str, ...], ...] = (("by", "means", "of"), ("by",), ("through",), ("using",))
+
+
+_NAMING_RE = re.compile(r"\b(?:name|named|called|known as|termed|titled|nickname)\b", re.IGNORECASE)
+_NAMING_CUES: tuple[tuple[str, ...], ...] = (
+    ("the", "name"),
+    ("named",),
+    ("called",),
+    ("known", "as"),
+    ("termed",),
+    ("titled",),
+    ("dubbed",),
+    ("nicknamed",),
+)
+
+
+def _cued_spans(
+    intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
+) -> list[_Span]:
+    """ "Why ...?": the words after "because (of)", "due to", "for fear" ("for fear of betrayal"); "How do
+    members vote?": the words after "by (means of)", "through", "using"; "What is X called?", "What did X name
+    itself?": the words after "called", "named", "known as", "the name". Up to the clause's end."""
+    if intent.answer_type == "reason":
+        cues = _REASON_CUES
+    elif _MANNER_RE.match(intent.text):
+        cues = _MANNER_CUES
+    elif _NAMING_RE.search(intent.text):
+        cues = _NAMING_CUES
+    else:
+        return []
+    lowered = [t.casefold() for _, _, t in tokens]
+    out = []
+    for i in range(len(tokens)):
+        cue = next((c for c in cues if tuple(lowered[i : i + len(c)]) == c), None)
+        if cue is None:
+            continue
+        first = i + len(cue) if cue[0] != "for" else i + 1  # "for fear of X": the fear is the reason
+        last = first
+        while (
+            last < len(tokens)
+            and last - first < SHORT_ANSWER_WORDS
+            and (last == first or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
+        ):
+            last += 1
+        first, last = _trimmed(tokens, first, last)  # "named after the X": the X
+        if last > first and not all(in_question[first:last]):
+            out.append(_Span(first, last, False))
     return out
 
 
