@@ -112,6 +112,11 @@ def test_the_pool_holds_every_request_the_gates_let_through_and_keeps_them_alive
     assert limits.max_keepalive_connections == limits.max_connections
 
 
+def test_the_settings_default_is_the_gates_default() -> None:
+    # one figure in two layers (core cannot import providers): the server and a bare limiter gate alike
+    assert Settings(_env_file=None).provider_max_in_flight == DEFAULT_MAX_IN_FLIGHT
+
+
 async def test_a_refused_connection_is_a_connection_failure_not_a_timeout() -> None:
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))

@@ -51,7 +51,7 @@ SPACING_MARGIN_MAX_S = 0.010
 CLUSTER_SPACING_MARGIN_FRACTION = 0.05
 CLUSTER_SPACING_MARGIN_MAX_S = 0.050
 # Requests of one provider endpoint past its gate at once (RESEARCH_PROVIDER_MAX_IN_FLIGHT sets the process's).
-DEFAULT_MAX_IN_FLIGHT = 64
+DEFAULT_MAX_IN_FLIGHT = 256
 
 
 class RateLimiter:
