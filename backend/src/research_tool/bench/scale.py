@@ -118,8 +118,9 @@ async def _sample_tree_rss(server: ServerProcess, stop: asyncio.Event, peak: lis
 
 
 def measuring_client(n: int) -> httpx.AsyncClient:
-    """The benchmark's client for `n` sessions, on aiohttp's pool too: httpx's own pool, with a connection per
-    session, would spend more time on the bench's side than the server takes to answer (README "HTTP client")."""
+    """The benchmark's client for polls, /metrics and the final reads of `n` sessions (the burst of starts has
+    its own), on aiohttp's pool too: httpx's own pool, with hundreds of connections, would spend more time on
+    the bench's side than the server takes to answer (README "HTTP client")."""
     limits = httpx.Limits(max_connections=n + 50, max_keepalive_connections=n + 50)
     return httpx.AsyncClient(
         timeout=120, transport=PooledAiohttpTransport(limits=limits, trust_env=False), trust_env=False
