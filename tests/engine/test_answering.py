@@ -503,6 +503,17 @@ def test_the_short_answer_fills_the_slot_after_the_word_before_the_wh_word() -> 
     assert selection.answered and selection.short_answer == "museums"
 
 
+def test_the_slot_is_after_the_content_word_before_a_wh_word_that_follows_a_preposition() -> None:
+    # "... rather than what?": "than" names nothing, "rather" marks the slot
+    assert (
+        short(
+            "Varn critics see the tolls as a cost of travel rather than what?",
+            "Some Varn critics, writing in 1902, saw the tolls as a cost of travel rather than a source of revenue.",
+        )
+        == "source of revenue"
+    )
+
+
 def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
     assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"

@@ -793,10 +793,13 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
 def _before_wh(question: str) -> frozenset[str]:
     """The stem of the content word right before a wh-word that does not open the question ("Tumors ... can
     become what?" -> "become"), or nothing."""
-    match = re.search(r"(\w[\w'’-]*)\s+(?:what|which|whom|who)\b", question.strip(), re.IGNORECASE)
-    if match is None or match.start() == 0 or is_stopword(match.group(1)):
+    match = re.search(r"((?:\w[\w'’-]*\s+)+?)(?:what|which|whom|who)\b", question.strip(), re.IGNORECASE)
+    if match is None:
         return frozenset()
-    return frozenset(content_stems(match.group(1)))
+    content = [w for w in match.group(1).split() if not is_stopword(w)]
+    if not content:
+        return frozenset()
+    return frozenset(content_stems(content[-1]))
 
 
 def _options(intent: QuestionIntent) -> list[str]:
