@@ -514,6 +514,17 @@ def test_the_slot_is_after_the_content_word_before_a_wh_word_that_follows_a_prep
     )
 
 
+def test_a_kind_of_question_s_head_is_the_noun_after_of() -> None:
+    # "What type of tidal mill ...?": the mill, and the words the sentence puts before it name the type
+    assert (
+        short(
+            "What type of tidal mill did the Varn monks build?",
+            "In 1120 the Varn monks built an undershot tidal mill on the estuary of the Tolt.",
+        )
+        == "undershot tidal mill"
+    )
+
+
 def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
     assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"

@@ -45,7 +45,7 @@ from research_tool.engines.text.howto_queries import HOWTO_RE, actions, is_howto
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
-from research_tool.engines.text.slots import required_slots
+from research_tool.engines.text.slots import required_slots, which_slot
 from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set
 from research_tool.models.entities import normalize_key
 
@@ -165,6 +165,9 @@ def classify_question(question: str) -> QuestionIntent:
         slot = required_slots(text[wh.start() :])[0]
     kind = slot.kind
     answer_type: AnswerType
+    kind_of = _KIND_OF_RE.match(text)
+    if kind == "entity" and not slot.terms and kind_of is not None:
+        slot = which_slot(kind_of.group(1).casefold())  # "What type of prime distribution ...?": the distribution
     head_terms = frozenset(stem(t) for t in slot.terms)
     if is_howto(text):
         answer_type = "howto"
@@ -209,6 +212,13 @@ def classify_question(question: str) -> QuestionIntent:
         head_noun=_head_noun(text, slot.terms),
         comparison=answer_type == "yes_no" and bool(_COMPARISON_RE.search(text)),
     )
+
+
+_KIND_OF_RE = re.compile(
+    r"^(?:in |of |for )?(?:which|what)\s+(?:kind|type|sort|form|variety)s?\s+of\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+"
+    r"(?:is|was|are|were|did|does|do|has|had|have|can|could|will|would)\b",
+    re.IGNORECASE,
+)
 
 
 def _person_head(text: str) -> bool:
