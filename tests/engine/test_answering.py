@@ -525,6 +525,20 @@ def test_a_kind_of_question_s_head_is_the_noun_after_of() -> None:
     )
 
 
+def test_a_where_answer_is_the_phrase_a_locative_preposition_opens_over_a_nearby_name() -> None:
+    assert (
+        short(
+            "Where is the Varn seal kept?",
+            "With the help of Abbot Tolt, the Varn seal is kept within the chapter house vault.",
+        )
+        == "within the chapter house vault"
+    )
+    # a when-question keeps the preposition of a setting that is no date
+    assert short("When do Varn ferns shed their fronds?", "In dry or cold summers, Varn ferns shed their fronds.") == (
+        "In dry or cold summers"
+    )
+
+
 def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
     assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"

@@ -647,6 +647,11 @@ _CALENDAR_RE = re.compile(
     r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Spring|Summer|Autumn|Fall|Winter)$",
     re.IGNORECASE,
 )  # a lone month or season is a time, never a name
+_LOCATIVE = frozenset(["in", "within", "inside", "at", "on", "near", "along", "beside", "between", "among", "under"])
+_SETTING_PREPOSITIONS: dict[str, frozenset[str]] = {
+    "place": _LOCATIVE,
+    "date": frozenset(["in", "during", "after", "before", "until", "since", "by", "on", "at"]),
+}  # a where/when answer may be the phrase such a preposition opens, the preposition with it
 _CLAUSE_BREAK = re.compile(r"[,;:()\u2014\"]|\s[\u2013-]\s")
 
 
@@ -730,7 +735,12 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         inside = bool(token) and not in_question[i] and not _CLAUSE_BREAK.search(gap)
         if run is not None and not inside:
             a, b = _trimmed(tokens, run, i)
-            spans.append(_Span(a, b, False))
+            if a > run and tokens[run][2].casefold() in _SETTING_PREPOSITIONS.get(intent.answer_type, ()):
+                # "where?": "within the stroma", a place like a name; "when?": "in old chloroplasts"
+                place = intent.answer_type == "place"
+                spans.append(_Span(run, b, place, mention=place))
+            else:
+                spans.append(_Span(a, b, False))
             run = None
         if bool(token) and not in_question[i] and run is None:
             run = i
