@@ -539,6 +539,16 @@ def test_a_where_answer_is_the_phrase_a_locative_preposition_opens_over_a_nearby
     )
 
 
+def test_a_question_ending_in_a_preposition_is_answered_by_what_follows_it_in_the_sentence() -> None:
+    assert (
+        short(
+            "Who did the Varn guilds strike against?",
+            "The Varn guilds, under Osric Tolt, went on a long strike against the Harbour Board in 1907.",
+        )
+        == "Harbour Board"
+    )
+
+
 def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
     assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"

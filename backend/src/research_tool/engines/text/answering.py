@@ -770,6 +770,14 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         [i for i in anchors if matched(slot_words, frozenset([stem(tokens[i][2].casefold())]))] if slot_words else []
     )
 
+    # "Who was it directed against?": the answer follows the question's stranded preposition in the sentence
+    stranded = re.search(r"\b(\w+)\W*$", intent.text)
+    after_stranded = (
+        {i + 1 for i, t in enumerate(tokens) if t[2].casefold() == stranded.group(1).casefold()}
+        if stranded is not None and stranded.group(1).casefold() in _PREPOSITIONS | {"of", "as", "than"}
+        else set()
+    )
+
     def named(sp: _Span) -> bool:
         """A name or a value: a mention, a number, or a capital that does not merely open the sentence."""
         return any(
@@ -801,6 +809,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
             + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
             - (SHORT_COMMON_PENALTY if common else 0.0)
+            + (SHORT_SLOT_BONUS if _follows(sp.first, after_stranded, tokens) else 0.0)
         )
 
     best = max(spans, key=lambda sp: (fit(sp), sp.last - sp.first))
@@ -808,6 +817,11 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
         last += 1  # "a progressive tax system": the head noun completes the phrase it ends
     return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
+
+
+def _follows(first: int, slots: set[int], tokens: list[tuple[int, int, str]]) -> bool:
+    """The span starting at `first` fills a slot: it starts there, or one function word after ("the")."""
+    return first in slots or (first - 1 in slots and _stop(tokens[first - 1][2]))
 
 
 def _before_wh(question: str) -> frozenset[str]:
