@@ -549,6 +549,16 @@ def test_a_question_ending_in_a_preposition_is_answered_by_what_follows_it_in_th
     )
 
 
+def test_a_one_word_name_with_an_inner_capital_opening_the_lead_answers_a_subject_question() -> None:
+    assert (
+        short(
+            "Which Varn monk became a trusted adviser of the Tolt Council?",
+            "Chu'Lan advised the Tolt Council for a decade and became a friend of the Varn Elders.",
+        )
+        == "Chu'Lan"
+    )
+
+
 def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
     assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"

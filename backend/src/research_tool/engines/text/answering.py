@@ -693,7 +693,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             start = group.start(1)  # "a small number of X": the group is the answer, not X alone
         first = next((i for i, (a, b, _) in enumerate(tokens) if b > start), None)
         last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
-        if first is None or last is None or last < first or (first == last == 0 and mention.entity_type == "other"):
+        lone_opener = first == last == 0 and mention.entity_type == "other" and not _inner_capital(tokens[0][2])
+        if first is None or last is None or last < first or lone_opener:
             continue  # a lone capital opening the sentence ("Under", "Normally") is no name
         typed = mention.entity_type in expected or (
             mention.entity_type not in _VALUE_TYPES
@@ -822,6 +823,12 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
 def _follows(first: int, slots: set[int], tokens: list[tuple[int, int, str]]) -> bool:
     """The span starting at `first` fills a slot: it starts there, or one function word after ("the")."""
     return first in slots or (first - 1 in slots and _stop(tokens[first - 1][2]))
+
+
+def _inner_capital(word: str) -> bool:
+    """ "Chu'Tsai", "McAdam", "al-Rashid": a capital inside the word marks a name even where the word opens
+    the sentence and could otherwise be any capitalised word ("Under", "Normally")."""
+    return any(ch.isupper() for ch in word[1:])
 
 
 def _before_wh(question: str) -> frozenset[str]:
