@@ -559,6 +559,18 @@ def test_a_one_word_name_with_an_inner_capital_opening_the_lead_answers_a_subjec
     )
 
 
+def test_the_subject_a_lead_defines_as_the_kind_asked_for_is_the_short_answer() -> None:
+    # the wh-word does not open the question, so it does not ask for the subject; the lead says its subject is one
+    assert (
+        short(
+            "The Varn Players staged which Tolt playwright, known for the comedy Harbour Lights, in 1931?",
+            "Edith Marrow (born 4 May 1890) is a Tolt playwright known for her comedy Harbour Lights, "
+            "staged in Varn by Osric Keane.",
+        )
+        == "Edith Marrow"
+    )
+
+
 def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
     assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"

@@ -683,6 +683,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     spans: list[_Span] = []
     located: list[_Span] = []  # the place a name of the question's is "in"
     mentions = find_mentions(lead.statement)
+    defined = _defines_head(intent, lead.statement)
     dated = [(m.start, m.end) for m in mentions if m.entity_type == "date"]
     for mention in mentions:
         if _named_in_question(mention.text, intent):
@@ -788,7 +789,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
 
     # "Who approached ...?", "Which band released ...?": the question asks for the subject, and a name
     # that opens the lead sentence is its subject
-    subject_asked = _asks_for_subject(intent.text)
+    subject_asked = _asks_for_subject(intent.text) or defined
 
     def fit(sp: _Span) -> float:
         before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
@@ -861,6 +862,20 @@ def _located_at(name: str, intent: QuestionIntent) -> int:
     if match is None or not _named_in_question(match.group(1), intent):
         return 0
     return match.start(2)
+
+
+_DEFINING_SUBJECT_RE = re.compile(
+    r"^[^,(]+?\s*(?:\([^)]*\)\s*)?(?:is|was|are|were)\s+(?:an?|the)\s+((?:[\w'’-]+\s+){0,5}[\w'’-]+)"
+)
+
+
+def _defines_head(intent: QuestionIntent, statement: str) -> bool:
+    """ "Which Canadian actress ...?" led by "Sandra Oh (born 1971) is a Canadian actress ...": the sentence
+    says its subject is a thing of the kind asked for, so the subject is the answer."""
+    if intent.head_noun is None:
+        return False
+    match = _DEFINING_SUBJECT_RE.match(statement)
+    return match is not None and intent.head_noun in content_stems(match.group(1))
 
 
 def _asks_for_subject(question: str) -> bool:
