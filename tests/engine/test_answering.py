@@ -571,6 +571,16 @@ def test_the_subject_a_lead_defines_as_the_kind_asked_for_is_the_short_answer() 
     )
 
 
+def test_a_preposition_stranded_before_an_adjunct_marks_the_slot_too() -> None:
+    assert (
+        short(
+            "What must each Varn toll be less than when the Tolt bridge is busy?",
+            "By the 1871 charter, a Varn toll set by Osric Keane must be less than four pence when the bridge is busy.",
+        )
+        == "four pence"
+    )
+
+
 def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
     assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"

@@ -773,12 +773,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     )
 
     # "Who was it directed against?": the answer follows the question's stranded preposition in the sentence
-    stranded = re.search(r"\b(\w+)\W*$", intent.text)
-    after_stranded = (
-        {i + 1 for i, t in enumerate(tokens) if t[2].casefold() == stranded.group(1).casefold()}
-        if stranded is not None and stranded.group(1).casefold() in _PREPOSITIONS | {"of", "as", "than"}
-        else set()
-    )
+    stranded = _stranded(intent.text)
+    after_stranded = {i + 1 for i, t in enumerate(tokens) if t[2].casefold() in stranded}
 
     def named(sp: _Span) -> bool:
         """A name or a value: a mention, a number, or a capital that does not merely open the sentence."""
@@ -819,6 +815,20 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
         last += 1  # "a progressive tax system": the head noun completes the phrase it ends
     return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
+
+
+_STRANDABLE = _PREPOSITIONS | {"of", "as", "than"}
+_ADJUNCT_OPENERS = frozenset(["during", "in", "at", "on", "after", "before", "since", "when", "while", "until"])
+
+
+def _stranded(question: str) -> frozenset[str]:
+    """The prepositions the question leaves without their object ("... directed against?", "translated
+    into during the era of X?"): the last word, or one followed straight away by an adjunct's opener."""
+    words = [w.casefold() for w in re.findall(r"[\w'’-]+", question)]
+    out = {w for w, nxt in pairwise(words) if w in _STRANDABLE - {"out", "up", "off"} and nxt in _ADJUNCT_OPENERS}
+    if words and words[-1] in _STRANDABLE:
+        out.add(words[-1])
+    return frozenset(out)
 
 
 def _follows(first: int, slots: set[int], tokens: list[tuple[int, int, str]]) -> bool:
