@@ -585,6 +585,7 @@ def test_a_which_question_about_a_kind_of_person_expects_a_person() -> None:
     assert classify_question("Which Tolt harbour pilot first charted the reef?").answer_type == "thing"
     assert classify_question("Which Norwegian sculptor cast the Varn birds?").answer_type == "person"
     assert classify_question("Simon & Simon starred which television and movie actor?").answer_type == "person"
+    assert classify_question("What actresses were cast in the Varn revival?").answer_type == "person"  # -es plural
     sources = [
         page(
             1,

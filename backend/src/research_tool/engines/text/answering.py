@@ -229,7 +229,9 @@ def _person_head(text: str) -> bool:
         return False
     for word in re.findall(r"[\w'’&-]+", text[match.end() :])[:5]:
         lowered = word.casefold()
-        if lowered in _PERSON_HEADS or (lowered.endswith("s") and lowered[:-1] in _PERSON_HEADS):
+        if lowered in _PERSON_HEADS or any(
+            lowered.endswith(ending) and lowered[: -len(ending)] in _PERSON_HEADS for ending in ("s", "es")
+        ):  # "actors", "actresses"
             return True
         if is_stopword(word) and lowered not in ("and", "or"):
             return False
