@@ -45,7 +45,7 @@ from research_tool.engines.text.howto_queries import HOWTO_RE, actions, is_howto
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.sentences import split_sentences
-from research_tool.engines.text.slots import required_slots
+from research_tool.engines.text.slots import required_slots, which_slot
 from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set
 from research_tool.models.entities import normalize_key
 
@@ -165,6 +165,9 @@ def classify_question(question: str) -> QuestionIntent:
         slot = required_slots(text[wh.start() :])[0]
     kind = slot.kind
     answer_type: AnswerType
+    kind_of = _KIND_OF_RE.match(text)
+    if kind == "entity" and not slot.terms and kind_of is not None:
+        slot = which_slot(kind_of.group(1).casefold())  # "What type of prime distribution ...?": the distribution
     head_terms = frozenset(stem(t) for t in slot.terms)
     if is_howto(text):
         answer_type = "howto"
@@ -211,6 +214,13 @@ def classify_question(question: str) -> QuestionIntent:
     )
 
 
+_KIND_OF_RE = re.compile(
+    r"^(?:in |of |for )?(?:which|what)\s+(?:kind|type|sort|form|variety)s?\s+of\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+"
+    r"(?:is|was|are|were|did|does|do|has|had|have|can|could|will|would)\b",
+    re.IGNORECASE,
+)
+
+
 def _person_head(text: str) -> bool:
     """ "Which television and movie actor ...?", "What Khitan prince ...?": the wh-word's noun phrase (its
     next few words, up to a function word) has a noun naming a kind of person."""
@@ -219,7 +229,9 @@ def _person_head(text: str) -> bool:
         return False
     for word in re.findall(r"[\w'’&-]+", text[match.end() :])[:5]:
         lowered = word.casefold()
-        if lowered in _PERSON_HEADS or (lowered.endswith("s") and lowered[:-1] in _PERSON_HEADS):
+        if lowered in _PERSON_HEADS or any(
+            lowered.endswith(ending) and lowered[: -len(ending)] in _PERSON_HEADS for ending in ("s", "es")
+        ):  # "actors", "actresses"
             return True
         if is_stopword(word) and lowered not in ("and", "or"):
             return False
@@ -637,6 +649,11 @@ _CALENDAR_RE = re.compile(
     r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Spring|Summer|Autumn|Fall|Winter)$",
     re.IGNORECASE,
 )  # a lone month or season is a time, never a name
+_LOCATIVE = frozenset(["in", "within", "inside", "at", "on", "near", "along", "beside", "between", "among", "under"])
+_SETTING_PREPOSITIONS: dict[str, frozenset[str]] = {
+    "place": _LOCATIVE,
+    "date": frozenset(["in", "during", "after", "before", "until", "since", "by", "on", "at"]),
+}  # a where/when answer may be the phrase such a preposition opens, the preposition with it
 _CLAUSE_BREAK = re.compile(r"[,;:()\u2014\"]|\s[\u2013-]\s")
 
 
@@ -668,6 +685,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     spans: list[_Span] = []
     located: list[_Span] = []  # the place a name of the question's is "in"
     mentions = find_mentions(lead.statement)
+    defined = _defines_head(intent, lead.statement)
     dated = [(m.start, m.end) for m in mentions if m.entity_type == "date"]
     for mention in mentions:
         if _named_in_question(mention.text, intent):
@@ -678,7 +696,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             start = group.start(1)  # "a small number of X": the group is the answer, not X alone
         first = next((i for i, (a, b, _) in enumerate(tokens) if b > start), None)
         last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
-        if first is None or last is None or last < first or (first == last == 0 and mention.entity_type == "other"):
+        lone_opener = first == last == 0 and mention.entity_type == "other" and not _inner_capital(tokens[0][2])
+        if first is None or last is None or last < first or lone_opener:
             continue  # a lone capital opening the sentence ("Under", "Normally") is no name
         typed = mention.entity_type in expected or (
             mention.entity_type not in _VALUE_TYPES
@@ -720,7 +739,12 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         inside = bool(token) and not in_question[i] and not _CLAUSE_BREAK.search(gap)
         if run is not None and not inside:
             a, b = _trimmed(tokens, run, i)
-            spans.append(_Span(a, b, False))
+            if a > run and tokens[run][2].casefold() in _SETTING_PREPOSITIONS.get(intent.answer_type, ()):
+                # "where?": "within the stroma", a place like a name; "when?": "in old chloroplasts"
+                place = intent.answer_type == "place"
+                spans.append(_Span(run, b, place, mention=place))
+            else:
+                spans.append(_Span(a, b, False))
             run = None
         if bool(token) and not in_question[i] and run is None:
             run = i
@@ -750,6 +774,10 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         [i for i in anchors if matched(slot_words, frozenset([stem(tokens[i][2].casefold())]))] if slot_words else []
     )
 
+    # "Who was it directed against?": the answer follows the question's stranded preposition in the sentence
+    stranded = _stranded(intent.text)
+    after_stranded = {i + 1 for i, t in enumerate(tokens) if t[2].casefold() in stranded}
+
     def named(sp: _Span) -> bool:
         """A name or a value: a mention, a number, or a capital that does not merely open the sentence."""
         return any(
@@ -759,7 +787,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
 
     # "Who approached ...?", "Which band released ...?": the question asks for the subject, and a name
     # that opens the lead sentence is its subject
-    subject_asked = _asks_for_subject(intent.text)
+    subject_asked = _asks_for_subject(intent.text) or defined
 
     def fit(sp: _Span) -> float:
         before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
@@ -781,6 +809,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
             + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
             - (SHORT_COMMON_PENALTY if common else 0.0)
+            + (SHORT_SLOT_BONUS if _follows(sp.first, after_stranded, tokens) else 0.0)
         )
 
     best = max(spans, key=lambda sp: (fit(sp), sp.last - sp.first))
@@ -790,13 +819,41 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
 
 
+_STRANDABLE = _PREPOSITIONS | {"of", "as", "than"}
+_ADJUNCT_OPENERS = frozenset(["during", "in", "at", "on", "after", "before", "since", "when", "while", "until"])
+
+
+def _stranded(question: str) -> frozenset[str]:
+    """The prepositions the question leaves without their object ("... directed against?", "translated
+    into during the era of X?"): the last word, or one followed straight away by an adjunct's opener."""
+    words = [w.casefold() for w in re.findall(r"[\w'’-]+", question)]
+    out = {w for w, nxt in pairwise(words) if w in _STRANDABLE - {"out", "up", "off"} and nxt in _ADJUNCT_OPENERS}
+    if words and words[-1] in _STRANDABLE:
+        out.add(words[-1])
+    return frozenset(out)
+
+
+def _follows(first: int, slots: set[int], tokens: list[tuple[int, int, str]]) -> bool:
+    """The span starting at `first` fills a slot: it starts there, or one function word after ("the")."""
+    return first in slots or (first - 1 in slots and _stop(tokens[first - 1][2]))
+
+
+def _inner_capital(word: str) -> bool:
+    """ "Chu'Tsai", "McAdam", "al-Rashid": a capital inside the word marks a name even where the word opens
+    the sentence and could otherwise be any capitalised word ("Under", "Normally")."""
+    return any(ch.isupper() for ch in word[1:])
+
+
 def _before_wh(question: str) -> frozenset[str]:
     """The stem of the content word right before a wh-word that does not open the question ("Tumors ... can
     become what?" -> "become"), or nothing."""
-    match = re.search(r"(\w[\w'’-]*)\s+(?:what|which|whom|who)\b", question.strip(), re.IGNORECASE)
-    if match is None or match.start() == 0 or is_stopword(match.group(1)):
+    match = re.search(r"((?:\w[\w'’-]*\s+)+?)(?:what|which|whom|who)\b", question.strip(), re.IGNORECASE)
+    if match is None:
         return frozenset()
-    return frozenset(content_stems(match.group(1)))
+    content = [w for w in match.group(1).split() if not is_stopword(w)]
+    if not content:
+        return frozenset()
+    return frozenset(content_stems(content[-1]))
 
 
 def _options(intent: QuestionIntent) -> list[str]:
@@ -817,6 +874,20 @@ def _located_at(name: str, intent: QuestionIntent) -> int:
     if match is None or not _named_in_question(match.group(1), intent):
         return 0
     return match.start(2)
+
+
+_DEFINING_SUBJECT_RE = re.compile(
+    r"^[^,(]+?\s*(?:\([^)]*\)\s*)?(?:is|was|are|were)\s+(?:an?|the)\s+((?:[\w'’-]+\s+){0,5}[\w'’-]+)"
+)
+
+
+def _defines_head(intent: QuestionIntent, statement: str) -> bool:
+    """ "Which Canadian actress ...?" led by "Sandra Oh (born 1971) is a Canadian actress ...": the sentence
+    says its subject is a thing of the kind asked for, so the subject is the answer."""
+    if intent.head_noun is None:
+        return False
+    match = _DEFINING_SUBJECT_RE.match(statement)
+    return match is not None and intent.head_noun in content_stems(match.group(1))
 
 
 def _asks_for_subject(question: str) -> bool:
