@@ -53,7 +53,8 @@ def test_machine_use_divides_the_cpu_seconds_between_two_readings_by_the_wall_ti
 def test_machine_cpu_seconds_grows_while_this_process_works() -> None:
     busy_before, _ = machine_cpu_seconds()
     began = time.process_time()
-    while time.process_time() - began < 0.05:  # 50 ms of our own CPU: the machine's busy total must see it
+    while time.process_time() - began < 0.2:  # 200 ms of our own CPU: the machine's busy total must see it
         sum(range(1000))
     busy_after, _ = machine_cpu_seconds()
-    assert busy_after - busy_before >= 0.04
+    # /proc/stat counts in 10 ms ticks, sampled: half the work is a margin that rounding cannot eat
+    assert busy_after - busy_before >= 0.1
