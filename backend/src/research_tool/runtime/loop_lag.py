@@ -6,10 +6,10 @@ The garbage collector's pauses (each one stops the loop) are recorded beside it,
 `settle_heap()` runs once the server has started: one full collection, then everything alive is moved out
 of the collector's sight (`gc.freeze`): the modules, the compiled graph and the app are never garbage, and
 a full collection no longer walks them while a thousand sessions wait on the loop; `release_heap()` undoes
-it when the server stops. The collector's
-thresholds stay Python's: raising the youngest generation's to 50,000 allocations (so that short-lived
-objects die young) was measured at 300 sessions x 1.0 s and made every young collection a 0.1-2.5 s pause
-(8 s in 10 collections), worse than the older generations' pauses it was meant to spare.
+it when the server stops. The collector's thresholds stay Python's: raising the youngest generation's to
+50,000 allocations (so that short-lived objects die young) was measured at 300 sessions x 1.0 s and made
+every young collection a 0.1-2.5 s pause (8 s in 10 collections), worse than the older generations' pauses
+it was meant to spare.
 """
 
 from __future__ import annotations
