@@ -7,7 +7,9 @@ Three sets, each indexed as a local corpus and asked through the real runner (`l
 - how-to (howto_pydoc/dev.jsonl) over the `make run` demo corpus: an `any_of` API in the first two sentences.
 
 Every question set is cut into two halves by a fixed rule (`part`: even positions "tune", odd positions
-"test"), so a figure can be quoted with the half it was tuned on and the half it was measured on.
+"test"), so a figure can be quoted with the half it was tuned on and the half it was measured on. SQuAD has a third
+part, "extra": another 300 + 100 questions sampled the same way from the questions neither half holds. It is for
+tuning beside "tune": a rule that lifts only the 150 tune questions it was written against shows up there.
 Scoring code lives here and only here; the test suite never reads these sets.
 """
 
@@ -73,6 +75,7 @@ class AnswerSet:
     items: list[Item]
     corpus: Path  # folder to index
     texts: dict[str, str]  # doc id -> text (citation precision)
+    extra: list[Item] = field(default_factory=list)  # more tuning questions, in neither half
 
 
 # --- normalisation and splitting -------------------------------------------------------------------
@@ -159,11 +162,14 @@ def verdict(report: dict[str, Any]) -> str | None:
 # --- data sets ----------------------------------------------------------------------------------------
 
 
-def _part(items: list[Item], part: str) -> list[Item]:
+def _part(answer_set: AnswerSet, part: str) -> list[Item]:
+    items = answer_set.items
     if part == "tune":
         return items[0::2]
     if part == "test":
         return items[1::2]
+    if part == "extra":
+        return answer_set.extra
     return items
 
 
@@ -190,7 +196,11 @@ def load_squad(folder: Path, work: Path) -> AnswerSet:
     rng = random.Random(SEED)
     items = rng.sample(answerable, SQUAD_QUESTIONS) + rng.sample(held_out, SQUAD_UNANSWERABLE)
     rng.shuffle(items)
-    return AnswerSet("squad", items, _write_corpus(documents, work / "squad" / "corpus"), texts)
+    taken = {item.id for item in items}
+    extra = rng.sample([i for i in answerable if i.id not in taken], SQUAD_QUESTIONS)
+    extra += rng.sample([i for i in held_out if i.id not in taken], SQUAD_UNANSWERABLE)
+    rng.shuffle(extra)
+    return AnswerSet("squad", items, _write_corpus(documents, work / "squad" / "corpus"), texts, extra)
 
 
 def load_hotpot(folder: Path, work: Path) -> AnswerSet:
@@ -462,7 +472,10 @@ async def run(
         if answer_set is None:
             print(f"skipped {name}: no data in {folder}", file=sys.stderr)
             continue
-        items = _part(answer_set.items, part)[:limit] if limit else _part(answer_set.items, part)
+        items = _part(answer_set, part)[:limit] if limit else _part(answer_set, part)
+        if not items:
+            print(f"skipped {name}: its part {part!r} is empty", file=sys.stderr)
+            continue
         started = time.perf_counter()
         reports = await run_reports(answer_set, items, work, concurrency)
         base = await baselines(answer_set, items, work)
@@ -479,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     parser.add_argument("--work-dir", type=Path, default=Path("data/eval"))
     parser.add_argument("--sets", default="squad,hotpotqa,howto")
-    parser.add_argument("--part", choices=("all", "tune", "test"), default="all")
+    parser.add_argument("--part", choices=("all", "tune", "test", "extra"), default="all")
     parser.add_argument("--limit", type=int, help="first N questions of the part (a quick subset while iterating)")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument(
