@@ -8,6 +8,7 @@ derivational endings): it must be consistent, not linguistically perfect.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from research_tool.core.stopwords import STOPWORDS
@@ -70,9 +71,32 @@ def stem(word: str) -> str:
     w = word.casefold().replace("’", "'")
     if w.endswith("'s"):
         w = w[:-2]
+    if not w.isascii():  # "Temüjin" meets "Temujin", "Céloron" meets "Celeron"
+        w = "".join(c for c in unicodedata.normalize("NFKD", w) if not unicodedata.combining(c))
+    w = _IRREGULAR.get(w, w)  # "came" meets "come", "led" meets "leads"
     if not w.isalpha() or len(w) <= 3:
         return w
     return _drop_final_e(_strip_suffix(w))
+
+
+# Irregular past forms of common verbs (not those that are also names or other words: "rose", "drew", "found",
+# "left", "saw", "felt", "fell")
+_IRREGULAR: dict[str, str] = {
+    past: base
+    for base, forms in {
+        "become": "became", "begin": "began begun", "break": "broke broken", "bring": "brought", "build": "built",
+        "buy": "bought", "choose": "chose chosen", "come": "came", "drive": "drove driven",
+        "eat": "eaten", "fight": "fought", "fly": "flew flown", "forget": "forgot forgotten", "give": "gave given",
+        "go": "went gone", "grow": "grew grown", "hold": "held", "keep": "kept", "know": "knew known",
+        "lead": "led", "lose": "lost", "make": "made", "meet": "met", "pay": "paid", "ride": "rode ridden",
+        "run": "ran", "say": "said", "sell": "sold", "send": "sent", "show": "shown",
+        "sing": "sang sung", "speak": "spoke spoken", "spend": "spent", "stand": "stood", "steal": "stole stolen",
+        "strike": "struck stricken", "take": "took taken", "teach": "taught", "tell": "told", "think": "thought",
+        "throw": "threw thrown", "understand": "understood", "wear": "wore worn", "win": "won",
+        "write": "wrote written",
+    }.items()
+    for past in forms.split()
+}  # fmt: skip
 
 
 def _strip_suffix(w: str) -> str:
