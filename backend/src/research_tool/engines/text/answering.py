@@ -82,6 +82,8 @@ SHORT_SUBJECT_BONUS = 2.0  # a name opening the lead, when the question asks for
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
+# "this notion", "these proteins", "such funding" (not "such as"): the sentence refers back to the one before
+_DEMONSTRATIVE_RE = re.compile(r"^(?:this|these|such)\b|\b(?:this|these)\s+[a-z]|\bsuch\s+(?!as\b)[a-z]", re.IGNORECASE)
 _SIGNATURE_RE = re.compile(r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*\))[ \t]*$", re.MULTILINE)
 _CODE_SPAN_RE = re.compile(
     r"`[^`\n]+`|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b\w+\(|\b[a-z_]+=|\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b"
@@ -323,6 +325,10 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             statement = clean_statement(sentence.text) if "[" in raw else raw
             stems = frozenset(content_stems(statement))
             context = title_stems
+            if previous is not None and _DEMONSTRATIVE_RE.search(statement):
+                # "Economist X challenges this notion": what the notion is, the sentence before says; its words
+                # count as context (CONTEXT_SHARE), not as the sentence's own
+                context = title_stems | previous.stems
             antecedent = None
             if _PRONOUN_RE.match(statement) and previous is not None:
                 antecedent = previous  # judged (and quoted) together with the sentence it refers to
@@ -552,9 +558,10 @@ def select_answer(question: str, sources: Sequence[NumberedSource]) -> AnswerSel
     if not _answers(intent, lead):
         return AnswerSelection([], None, False, closest=ranked[:2])
     chosen = _with_support(lead)
-    if lead.antecedent is not None and lead.link is None and _stands_for_answer(intent, lead):
+    if lead.antecedent is not None and lead.link is None and not lead.filler and _stands_for_answer(intent, lead):
         # "Which task force states ...?" answered by "It is ...": the pronoun stands for the subject asked
-        # for, which the sentence before names
+        # for, which the sentence before names (unless the lead names a value of the asked type itself:
+        # "Their ideology was influenced by <person>")
         lead = lead.antecedent
         chosen.reverse()
     for c in ranked[1:]:
@@ -769,7 +776,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     named_at = {i for sp in spans if sp.mention for i in range(sp.first, sp.last)}
     heads = [i for i in anchors if stem(tokens[i][2].casefold()) in intent.head_terms]
     # "... can become what?", "... rather than what?": the answer fills the slot after the word before the wh-word
-    slot_words = _before_wh(intent.text)
+    slot_words = _before_wh(intent.text) | _final_verb(intent.text)
     slots = (
         [i for i in anchors if matched(slot_words, frozenset([stem(tokens[i][2].casefold())]))] if slot_words else []
     )
@@ -787,7 +794,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
 
     # "Who approached ...?", "Which band released ...?": the question asks for the subject, and a name
     # that opens the lead sentence is its subject
-    subject_asked = _asks_for_subject(intent.text) or defined
+    # "What is the name of X?": the name the lead opens with
+    subject_asked = _asks_for_subject(intent.text) or defined or bool(_NAME_OF_RE.search(intent.text))
 
     def fit(sp: _Span) -> float:
         before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
@@ -804,7 +812,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             + (SHORT_HEAD_BONUS if sp in located else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in cued else 0.0)
-            + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and sp.first == 0 else 0.0)
+            + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and _opens(sp, tokens) else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
             + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
@@ -854,6 +862,29 @@ def _before_wh(question: str) -> frozenset[str]:
     if not content:
         return frozenset()
     return frozenset(content_stems(content[-1]))
+
+
+_NAME_OF_RE = re.compile(
+    r"\b(?:the|its|their|his|her)\s+name\s+of\b|\bwhat\s+(?:is|was|are|were)\s+.+\s+called\b", re.IGNORECASE
+)
+_DO_QUESTION_RE = re.compile(
+    r"^\s*(?:what|who|whom|which\s+[\w'’-]+|what\s+[\w'’-]+)\s+(?:do|does|did)\s+.*?\b([a-z][\w'’-]*)\s*\??\s*$",
+    re.IGNORECASE,
+)
+
+
+def _opens(sp: _Span, tokens: list[tuple[int, int, str]]) -> bool:
+    """The span opens the sentence, or follows only a function word ("The Malkin Athletic Center ...")."""
+    return sp.first == 0 or (sp.first == 1 and _stop(tokens[0][2]))
+
+
+def _final_verb(question: str) -> frozenset[str]:
+    """ "What do chloroplasts in mesophyll cells lack?": the question ends on its verb, whose object it asks
+    for, so the answer fills the slot after that verb in the sentence ("they lack rubisco")."""
+    match = _DO_QUESTION_RE.match(question)
+    if match is None or match.group(1).casefold() in _STRANDABLE or is_stopword(match.group(1)):
+        return frozenset()
+    return frozenset(content_stems(match.group(1)))
 
 
 def _options(intent: QuestionIntent) -> list[str]:
@@ -959,10 +990,21 @@ def _appositives(
     intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
 ) -> list[_Span]:
     """ "What crop ...?": "a major food crop, sorghum, along with ...": the words set off by a comma right
-    after the question's head noun name it."""
+    after the question's head noun name it. "What is an autoimmune disease that ...?": "autoimmune diseases
+    such as lupus erythematosus": the words after a question word and "such as", "including" or "like" name
+    an instance of it, up to the clause's end."""
     out = []
     for h in range(len(tokens) - 1):
-        if not in_question[h] or stem(tokens[h][2].casefold()) != intent.head_noun:
+        if not in_question[h]:
+            continue
+        cue = _instance_cue(tokens, h + 1)
+        if cue:
+            first = h + 1 + cue
+            last = _clause_end(tokens, text, first)
+            if last > first and not all(in_question[first:last]):
+                out.append(_Span(first, last, False))
+            continue
+        if stem(tokens[h][2].casefold()) != intent.head_noun:
             continue
         if text[tokens[h][1] : tokens[h + 1][0]].strip() != ",":
             continue
@@ -977,6 +1019,26 @@ def _appositives(
         if closed and not all(in_question[h + 1 : last]):
             out.append(_Span(h + 1, last, False))  # an appositive closed by a comma or dash, not the clause's end
     return out
+
+
+def _instance_cue(tokens: list[tuple[int, int, str]], at: int) -> int:
+    """The length in words of the instance cue ("such as", "including", "like") starting at `at`, or 0."""
+    following = [t.casefold() for _, _, t in tokens[at : at + 3]]
+    if following[:2] == ["such", "as"] and len(following) == 3:
+        return 2
+    return 1 if len(following) >= 2 and following[0] in ("including", "like") else 0
+
+
+def _clause_end(tokens: list[tuple[int, int, str]], text: str, first: int) -> int:
+    """Where a span starting at `first` ends: at most SHORT_ANSWER_WORDS words, not across a clause break."""
+    last = first
+    while (
+        last < len(tokens)
+        and last - first < SHORT_ANSWER_WORDS
+        and (last == first or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
+    ):
+        last += 1
+    return last
 
 
 _MANNER_RE = re.compile(
@@ -1024,13 +1086,7 @@ def _cued_spans(
         if cue is None:
             continue
         first = i + len(cue) if cue[0] != "for" else i + 1  # "for fear of X": the fear is the reason
-        last = first
-        while (
-            last < len(tokens)
-            and last - first < SHORT_ANSWER_WORDS
-            and (last == first or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
-        ):
-            last += 1
+        last = _clause_end(tokens, text, first)
         first, last = _trimmed(tokens, first, last)  # "named after the X": the X
         if last > first and not all(in_question[first:last]):
             out.append(_Span(first, last, False))
