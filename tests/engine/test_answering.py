@@ -665,3 +665,72 @@ def test_the_day_of_a_date_is_no_count() -> None:
     assert selection.answered
     assert selection.sentences[0].statement.startswith("Boats of the firm have carried")
     assert selection.short_answer == "40 million"
+
+
+def test_a_sentence_about_this_notion_is_judged_with_the_sentence_that_states_it() -> None:
+    sources = [
+        page(
+            1,
+            "River towns",
+            "Some surveys of river towns have found evidence confirming the Varn hypothesis, which states that "
+            "towns grow fastest beside bridges. "
+            "Historian Thomas Lorne challenges this notion, claiming that roads mattered more than bridges.",
+        )
+    ]
+    selection = select_answer("Who challenges the Varn hypothesis?", sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("Historian Thomas Lorne challenges this notion")
+    assert "Thomas Lorne" in (selection.short_answer or "")
+
+
+def test_a_pronoun_lead_that_names_the_asked_value_itself_stays_first() -> None:
+    sources = [
+        page(
+            1,
+            "Tolt movement",
+            "The Tolt movement differed from other farming movements in its coastal base. "
+            "Their ideology was also described as being influenced by the writings of Thomas Lorne.",
+        )
+    ]
+    selection = select_answer("Who influenced the Tolt movement's ideology?", sources)
+    assert selection.sentences[0].statement.startswith("Their ideology was also described")
+    assert selection.short_answer == "Thomas Lorne"
+
+
+def test_short_answer_is_the_object_of_the_verb_a_do_question_ends_on() -> None:
+    sources = [
+        page(
+            1,
+            "Varn cells",
+            "In Varn cells, the plastids are specialized for light capture, so they lack rubisco, and have large "
+            "grana which they use to make sugar.",
+        )
+    ]
+    assert select_answer("What do plastids in Varn cells lack?", sources).short_answer == "rubisco"
+
+
+def test_short_answer_is_the_instance_named_after_such_as() -> None:
+    sources = [
+        page(
+            1,
+            "Trout",
+            "Some river diseases such as whirling fever strike trout preferentially, and their onset often "
+            "coincides with the spring floods.",
+        )
+    ]
+    assert select_answer("What is a river disease that strikes trout preferentially?", sources).short_answer == (
+        "whirling fever"
+    )
+
+
+def test_short_answer_to_the_name_of_a_thing_is_the_name_the_lead_opens_with() -> None:
+    sources = [
+        page(
+            1,
+            "Varn",
+            "The Quell Athletic Center serves both as Varn's main sports hall and as a place for town meetings.",
+        )
+    ]
+    assert select_answer("What is the name of Varn's main sports hall?", sources).short_answer == (
+        "Quell Athletic Center"
+    )

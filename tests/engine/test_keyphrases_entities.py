@@ -67,3 +67,10 @@ def test_extract_entities_merges_by_key() -> None:
     keys = [e.key for e in entities]
     assert keys.count("shirley temple") == 1
     assert all(e.sources == ["file:///x"] and e.iteration == 1 for e in entities)
+
+
+def test_stemming_folds_accents_and_irregular_past_forms() -> None:
+    assert stem("Temüjin") == stem("Temujin") and stem("Céloron") == stem("Celoron")
+    assert stem("came") == stem("comes") and stem("held") == stem("holds")
+    assert stem("led") == stem("leads") and stem("won") == stem("wins")
+    assert stem("rose") != stem("rise")  # also a flower and a name: left alone

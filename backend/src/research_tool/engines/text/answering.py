@@ -794,8 +794,8 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
 
     # "Who approached ...?", "Which band released ...?": the question asks for the subject, and a name
     # that opens the lead sentence is its subject
-    # "What is the name of X?": the name the lead opens with
-    subject_asked = _asks_for_subject(intent.text) or defined or bool(_NAME_OF_RE.search(intent.text))
+    subject_asked = _asks_for_subject(intent.text) or defined
+    name_asked = bool(_NAME_OF_RE.search(intent.text))  # "What is the name of X?": the name the lead opens with
 
     def fit(sp: _Span) -> float:
         before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
@@ -812,7 +812,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             + (SHORT_HEAD_BONUS if sp in located else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in cued else 0.0)
-            + (SHORT_SUBJECT_BONUS if subject_asked and sp.mention and _opens(sp, tokens) else 0.0)
+            + (SHORT_SUBJECT_BONUS if sp.mention and _opens(sp, tokens, subject_asked, name_asked) else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
             + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
@@ -873,9 +873,12 @@ _DO_QUESTION_RE = re.compile(
 )
 
 
-def _opens(sp: _Span, tokens: list[tuple[int, int, str]]) -> bool:
-    """The span opens the sentence, or follows only a function word ("The Malkin Athletic Center ...")."""
-    return sp.first == 0 or (sp.first == 1 and _stop(tokens[0][2]))
+def _opens(sp: _Span, tokens: list[tuple[int, int, str]], subject_asked: bool, name_asked: bool) -> bool:
+    """The span is the lead's subject asked for: it opens the sentence, or, when the question asks for a
+    name, follows only a function word ("The Quell Athletic Center ...")."""
+    if sp.first == 0:
+        return subject_asked or name_asked
+    return name_asked and sp.first == 1 and _stop(tokens[0][2])
 
 
 def _final_verb(question: str) -> frozenset[str]:
@@ -1001,7 +1004,8 @@ def _appositives(
         if cue:
             first = h + 1 + cue
             last = _clause_end(tokens, text, first)
-            if last > first and not all(in_question[first:last]):
+            last = next((i for i in range(first, last) if in_question[i]), last)  # "X strike trout": not "strike"
+            if last > first:
                 out.append(_Span(first, last, False))
             continue
         if stem(tokens[h][2].casefold()) != intent.head_noun:
