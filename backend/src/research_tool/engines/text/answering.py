@@ -995,7 +995,7 @@ def _appositives(
     """ "What crop ...?": "a major food crop, sorghum, along with ...": the words set off by a comma right
     after the question's head noun name it. "What is an autoimmune disease that ...?": "autoimmune diseases
     such as lupus erythematosus": the words after a question word and "such as", "including" or "like" name
-    an instance of it, up to the clause's end."""
+    an instance of it, up to the clause's end or the question's next word."""
     out = []
     for h in range(len(tokens) - 1):
         if not in_question[h]:

@@ -1,6 +1,7 @@
 """Word tokens, stopwords and a light stemmer: the normalization every text module shares.
 
-Matching is done on stems so that "portrayed" meets "portrays" and "positions" meets "position".
+Matching is done on stems so that "portrayed" meets "portrays", "positions" meets "position", "came" meets
+"comes" and "Temüjin" meets "Temujin".
 The stemmer is deliberately light (suffix stripping in the spirit of Porter's step 1 plus a few
 derivational endings): it must be consistent, not linguistically perfect.
 """
