@@ -472,7 +472,8 @@ async def run(
         if answer_set is None:
             print(f"skipped {name}: no data in {folder}", file=sys.stderr)
             continue
-        items = _part(answer_set, part)[:limit] if limit else _part(answer_set, part)
+        items = _part(answer_set, part)
+        items = items[:limit] if limit else items
         if not items:
             print(f"skipped {name}: its part {part!r} is empty", file=sys.stderr)
             continue

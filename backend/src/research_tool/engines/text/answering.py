@@ -736,7 +736,10 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if copular is not None:
         spans.append(copular)
     head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
-    appositives = _appositives(intent, tokens, in_question, lead.statement)
+    # an instance ("diseases such as lupus") scores as an appositive does
+    appositives = _appositives(intent, tokens, in_question, lead.statement) + _instances(
+        tokens, in_question, lead.statement
+    )
     cued = _cued_spans(intent, tokens, in_question, lead.statement)
     spans += head_phrases + appositives + cued
     run: int | None = None
@@ -876,9 +879,9 @@ _DO_QUESTION_RE = re.compile(
 def _opens(sp: _Span, tokens: list[tuple[int, int, str]], subject_asked: bool, name_asked: bool) -> bool:
     """The span is the lead's subject asked for: it opens the sentence, or, when the question asks for a
     name, follows only a function word ("The Quell Athletic Center ...")."""
-    if sp.first == 0:
-        return subject_asked or name_asked
-    return name_asked and sp.first == 1 and _stop(tokens[0][2])
+    if name_asked:
+        return _follows(sp.first, {0}, tokens)
+    return subject_asked and sp.first == 0
 
 
 def _final_verb(question: str) -> frozenset[str]:
@@ -993,22 +996,10 @@ def _appositives(
     intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
 ) -> list[_Span]:
     """ "What crop ...?": "a major food crop, sorghum, along with ...": the words set off by a comma right
-    after the question's head noun name it. "What is an autoimmune disease that ...?": "autoimmune diseases
-    such as lupus erythematosus": the words after a question word and "such as", "including" or "like" name
-    an instance of it, up to the clause's end or the question's next word."""
+    after the question's head noun name it (not when an instance cue follows: `_instances` reads those)."""
     out = []
     for h in range(len(tokens) - 1):
-        if not in_question[h]:
-            continue
-        cue = _instance_cue(tokens, h + 1)
-        if cue:
-            first = h + 1 + cue
-            last = _clause_end(tokens, text, first)
-            last = next((i for i in range(first, last) if in_question[i]), last)  # "X strike trout": not "strike"
-            if last > first:
-                out.append(_Span(first, last, False))
-            continue
-        if stem(tokens[h][2].casefold()) != intent.head_noun:
+        if not in_question[h] or stem(tokens[h][2].casefold()) != intent.head_noun or _instance_cue(tokens, h + 1):
             continue
         if text[tokens[h][1] : tokens[h + 1][0]].strip() != ",":
             continue
@@ -1022,6 +1013,23 @@ def _appositives(
         closed = last < len(tokens) and _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]])
         if closed and not all(in_question[h + 1 : last]):
             out.append(_Span(h + 1, last, False))  # an appositive closed by a comma or dash, not the clause's end
+    return out
+
+
+def _instances(tokens: list[tuple[int, int, str]], in_question: list[bool], text: str) -> list[_Span]:
+    """ "What is an autoimmune disease that ...?": "autoimmune diseases such as lupus erythematosus": the words
+    after a question word and "such as", "including" or "like" name an instance of it, up to the clause's end
+    or the question's next word ("lupus erythematosus strike women": not "strike")."""
+    out = []
+    for h in range(len(tokens) - 1):
+        cue = _instance_cue(tokens, h + 1) if in_question[h] else 0
+        if not cue:
+            continue
+        first = h + 1 + cue
+        last = _clause_end(tokens, text, first)
+        last = next((i for i in range(first, last) if in_question[i]), last)
+        if last > first:
+            out.append(_Span(first, last, False))
     return out
 
 
