@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
 FORMATS = ("md", "json", "html", "bib")
 PRIVACY_MODES = ("local_only", "hybrid", "cloud_allowed")
+VERBOSE_HELP = "print every progress event (default: one live line on a terminal, milestones in a pipe)"
 SHORT_ID_CHARS = 8  # `sessions` shows at least this much of an id, more when needed to keep it unique
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -94,74 +95,200 @@ def session_id_arg(value: str) -> str:
     return value
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the examples' line breaks; option help is wrapped as usual."""
+
+
+def add_command(sub: Any, name: str, summary: str, example: str) -> OneLineParser:
+    """A subcommand whose help ends with an example of its use."""
+    parser: OneLineParser = sub.add_parser(
+        name,
+        help=summary,
+        description=summary[0].upper() + summary[1:] + ".",
+        epilog=f"example:\n  {example}",
+        formatter_class=HelpFormatter,
+    )
+    return parser
+
+
+def add_report_options(parser: OneLineParser) -> None:
+    parser.add_argument(
+        "--format", choices=FORMATS, default="md", help="report format printed or written (default: md)"
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="PATH", help="write the report to this file (default: print it to stdout)"
+    )
+
+
 def build_parser() -> OneLineParser:
-    parser = OneLineParser(prog="research-tool", description="Self-hosted deep research with cited reports.")
+    parser = OneLineParser(
+        prog="research-tool",
+        description="Self-hosted deep research with cited reports.",
+        epilog='example:\n  research-tool run "How do I copy a directory tree?" --corpus ~/docs --providers local\n\n'
+        "`research-tool COMMAND --help` says what each option of a command does.",
+        formatter_class=HelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
-    run = sub.add_parser("run", help="research a question and print the report")
-    run.add_argument("question")
-    run.add_argument("--tier", choices=TIER_NAMES)
-    run.add_argument("--domain", choices=DOMAIN_NAMES)
-    run.add_argument("--privacy", choices=PRIVACY_MODES, default="cloud_allowed")
-    run.add_argument("--providers", help="comma-separated provider names")
-    run.add_argument("--corpus", action="append", default=[], metavar="DIR", help="local documents (repeatable)")
-    run.add_argument("--format", choices=FORMATS, default="md")
-    run.add_argument("--out", type=Path)
-    run.add_argument("--no-clarify", action="store_true")
-    run.add_argument("--no-fetch", action="store_true")
-    run.add_argument("--max-time", type=float, metavar="S")
-    run.add_argument("--session-id", type=session_id_arg)
-    run.add_argument("-v", "--verbose", action="store_true", help="print every progress event")
+    run = add_command(
+        sub,
+        "run",
+        "research a question and print the report",
+        'research-tool run "How do I copy a directory tree?" --corpus ~/docs --providers local --tier simple',
+    )
+    run.add_argument("question", help="the question to research (up to 2000 characters)")
+    run.add_argument(
+        "--tier",
+        choices=TIER_NAMES,
+        help="how far to search: simple 2 cycles, standard 5, deep 10 "
+        "(default: the engine's choice, standard with the offline engine)",
+    )
+    run.add_argument(
+        "--domain", choices=DOMAIN_NAMES, help="the kind of question, which picks providers (default: detected)"
+    )
+    run.add_argument(
+        "--privacy",
+        choices=PRIVACY_MODES,
+        default="cloud_allowed",
+        help="local_only: local providers only; hybrid: web search, local engine; "
+        "cloud_allowed: anything (default: cloud_allowed)",
+    )
+    run.add_argument(
+        "--providers",
+        metavar="A,B",
+        help="comma-separated providers to search, e.g. local,wikipedia "
+        "(default: chosen from the domain and privacy mode; see `research-tool providers`)",
+    )
+    run.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of your documents for the local provider; repeatable "
+        "(default: the folders of RESEARCH_CORPUS_DIRS)",
+    )
+    add_report_options(run)
+    run.add_argument(
+        "--no-clarify",
+        action="store_true",
+        help="never stop to ask clarifying questions (default: ask on a terminal when the question is ambiguous)",
+    )
+    run.add_argument(
+        "--no-fetch",
+        action="store_true",
+        help="keep web results' snippets, do not download their pages (default: fetch the best pages' full text)",
+    )
+    run.add_argument(
+        "--max-time",
+        type=float,
+        metavar="S",
+        help="stop searching after S seconds and write the report (default: the tier's, 120 / 300 / 900 s)",
+    )
+    run.add_argument(
+        "--session-id",
+        type=session_id_arg,
+        metavar="ID",
+        help="name the session: 1-64 letters, digits, '-' and '_' (default: a random id)",
+    )
+    run.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
 
-    resume = sub.add_parser("resume", help="resume an interrupted session")
+    resume = add_command(
+        sub, "resume", "resume an interrupted session from its last checkpoint", "research-tool resume 3fa9b9cd"
+    )
     resume.add_argument("session_id", type=session_id_arg, help="a session id or a unique prefix of one")
-    resume.add_argument("--format", choices=FORMATS, default="md")
-    resume.add_argument("--out", type=Path)
-    resume.add_argument("-v", "--verbose", action="store_true", help="print every progress event")
+    add_report_options(resume)
+    resume.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
 
-    sessions = sub.add_parser("sessions", help="list sessions, newest first")
-    sessions.add_argument("--json", action="store_true")
-    sessions.add_argument("--limit", type=int, default=50)
+    sessions = add_command(sub, "sessions", "list sessions, newest first", "research-tool sessions --limit 10")
+    sessions.add_argument(
+        "--json", action="store_true", help="print every field as JSON (default: a table, tab-separated in a pipe)"
+    )
+    sessions.add_argument("--limit", type=int, default=50, metavar="N", help="list at most N sessions (default: 50)")
 
-    show = sub.add_parser("show", help="print a finished session's report")
+    show = add_command(
+        sub, "show", "print a finished session's report", "research-tool show 3fa9b9cd --format html --out report.html"
+    )
     show.add_argument("session_id", type=session_id_arg, help="a session id or a unique prefix of one")
-    show.add_argument("--format", choices=FORMATS, default="md")
-    show.add_argument("--out", type=Path)
+    add_report_options(show)
 
-    delete = sub.add_parser("delete", help="delete sessions with their events and checkpoints")
+    delete = add_command(
+        sub, "delete", "delete sessions with their events, checkpoints and exports", "research-tool delete 3fa9b9cd"
+    )
     delete.add_argument(
         "session_ids", nargs="+", metavar="session_id", type=session_id_arg, help="ids or unique prefixes"
     )
 
-    search = sub.add_parser("search", help="query one provider and print normalized results")
-    search.add_argument("--provider", required=True, choices=SEARCH_PROVIDERS)
-    search.add_argument("query", nargs="?")
-    search.add_argument("--queries", type=Path, help="JSONL file of {id, text}")
-    search.add_argument("--max-results", type=int, default=10)
-    search.add_argument(
-        "--corpus", action="append", default=[], metavar="DIR", help="local: search this folder too (repeatable)"
+    search = add_command(
+        sub,
+        "search",
+        "query one provider and print its normalized results",
+        'research-tool search --provider local "copy a directory tree" --corpus ~/docs',
     )
-    search.add_argument("--json", action="store_true")
+    search.add_argument("--provider", required=True, choices=SEARCH_PROVIDERS, help="the provider to query (required)")
+    search.add_argument("query", nargs="?", help="the search query (or --queries)")
+    search.add_argument(
+        "--queries",
+        type=Path,
+        metavar="FILE",
+        help='a JSON-lines file of {"id", "text"}; prints one JSON line of results per query (default: none)',
+    )
+    search.add_argument(
+        "--max-results", type=int, default=10, metavar="N", help="results per query, 1-100 (default: 10)"
+    )
+    search.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="local: search this folder too; repeatable (default: indexed folders and RESEARCH_CORPUS_DIRS)",
+    )
+    search.add_argument("--json", action="store_true", help="print the results as JSON (default: a table)")
 
-    index = sub.add_parser("index", help="index a folder of documents for the local provider")
-    index.add_argument("folder", type=Path)
+    index = add_command(
+        sub,
+        "index",
+        "index a folder of documents for the local provider (again: only changed files are read)",
+        "research-tool index ~/docs",
+    )
+    index.add_argument("folder", type=Path, help="the folder: md, txt, html, pdf and jsonl files, subfolders included")
 
-    providers = sub.add_parser("providers", help="provider availability, keys, rates, privacy")
-    providers.add_argument("--domain", choices=DOMAIN_NAMES)
-    providers.add_argument("--json", action="store_true")
+    providers = add_command(
+        sub, "providers", "provider availability, keys, rates and privacy", "research-tool providers --domain academic"
+    )
+    providers.add_argument(
+        "--domain",
+        choices=DOMAIN_NAMES,
+        help="order the providers as a session of this domain would, with the memory's score (default: none)",
+    )
+    providers.add_argument("--json", action="store_true", help="print the rows as JSON (default: a table)")
 
-    serve = sub.add_parser("serve", help="run the HTTP API (and, unless --no-worker, a worker running sessions)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve = add_command(
+        sub,
+        "serve",
+        "run the HTTP API and web page (and, unless --no-worker, a worker running sessions)",
+        "research-tool serve --port 8080",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     serve.add_argument(
         "--no-worker",
         action="store_true",
-        help="API only: sessions run on `research-tool worker` processes (needs RESEARCH_DATABASE_URL)",
+        help="API only: sessions run on `research-tool worker` processes (needs RESEARCH_DATABASE_URL; "
+        "default: this process runs sessions too)",
     )
 
-    sub.add_parser("worker", help="run sessions from the shared queue, no HTTP (needs RESEARCH_DATABASE_URL)")
-
-    sub.add_parser("mcp", help="run the MCP server on stdin/stdout (for an MCP client such as Claude Desktop)")
+    add_command(
+        sub,
+        "worker",
+        "run sessions from the shared queue, no HTTP (needs RESEARCH_DATABASE_URL)",
+        "RESEARCH_DATABASE_URL=postgresql://localhost/research research-tool worker",
+    )
+    add_command(
+        sub,
+        "mcp",
+        "run the MCP server on stdin/stdout (for an MCP client such as Claude Desktop)",
+        "research-tool mcp   (as the command an MCP client starts; see docs/mcp.md)",
+    )
     add_gc_parser(sub)
     return parser
 
@@ -172,6 +299,7 @@ def request_from_args(args: argparse.Namespace) -> ResearchRequest:
     from research_tool.models.request import ResearchRequest
 
     providers = [p.strip() for p in args.providers.split(",") if p.strip()] if args.providers else None
+    refuse_files(args.corpus)
     corpus = [str(Path(c).expanduser().resolve()) for c in args.corpus]
     formats = list(dict.fromkeys([args.format, "json", "md"]))
     try:
@@ -471,25 +599,50 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             cells = [row["session_id"], row["status"], row["stop_reason"] or "-", row["created_at"][:19], row["query"]]
             sys.stdout.write("\t".join(" ".join(str(c).split()) for c in cells) + "\n")
         return EXIT_OK
-    from rich.table import Table
-
     short = unique_prefixes([r["session_id"] for r in rows], all_ids)
-    table = Table(caption=f"{len(rows)} of {total}; `show`, `resume` and `delete` take an id or its prefix")
-    table.add_column("id", no_wrap=True, min_width=SHORT_ID_CHARS)
-    table.add_column("status", no_wrap=True)
-    table.add_column("stop reason")
-    table.add_column("created", no_wrap=True)
-    table.add_column("question", overflow="ellipsis", no_wrap=True, ratio=1)
-    for row in rows:
-        table.add_row(
-            Text(short[row["session_id"]]),
-            Text(row["status"]),
-            Text(row["stop_reason"] or ""),
-            Text(row["created_at"][:19].replace("T", " ")),
-            Text(" ".join(row["query"].split())),
-        )
-    Console(highlight=False).print(table)
+    console = Console(highlight=False, soft_wrap=True)
+    for line in sessions_table(rows, short, console.width):
+        console.print(line)
+    console.print(Text(f"{len(rows)} of {total}; `show`, `resume` and `delete` take an id or its prefix", style="dim"))
     return EXIT_OK
+
+
+SESSION_COLUMNS = ("id", "status", "stop reason", "created")
+MIN_QUESTION_CELLS = 8
+
+
+def created_label(created_at: str, this_year: str) -> str:
+    """`11-26 10:03` for this year's sessions, `2025-11-26` for older ones (the stored time, UTC)."""
+    if created_at[:4] == this_year:
+        return created_at[5:16].replace("T", " ")
+    return created_at[:10]
+
+
+def sessions_table(rows: Sequence[dict[str, Any]], short: dict[str, str], width: int) -> list[Text]:
+    """The `sessions` table for a terminal `width` cells wide: id, status, stop reason and date are always
+    whole; the question gets what is left, cut with an ellipsis."""
+    this_year = time.strftime("%Y", time.gmtime())
+    cells = [
+        (
+            short[row["session_id"]],
+            row["status"],
+            row["stop_reason"] or "",
+            created_label(row["created_at"], this_year),
+        )
+        for row in rows
+    ]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(SESSION_COLUMNS)]
+    room = max(width - sum(widths) - 2 * len(widths), MIN_QUESTION_CELLS)
+
+    def line(fixed: Sequence[str], question: str, style: str = "") -> Text:
+        text = Text("  ".join(value.ljust(w) for value, w in zip(fixed, widths, strict=True)) + "  ", style=style)
+        shown = Text(" ".join(question.split()))
+        shown.truncate(room, overflow="ellipsis")
+        return text + shown
+
+    lines = [line(SESSION_COLUMNS, "question", style="bold")]
+    lines += [line(c, terminal_text(row["query"])) for c, row in zip(cells, rows, strict=True)]
+    return lines
 
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
@@ -566,9 +719,18 @@ def read_batch(path: Path) -> list[tuple[str, str]]:
     return batch
 
 
-def check_folders(folders: Sequence[str]) -> None:
+def refuse_files(folders: Sequence[str | Path]) -> None:
+    """A path that exists but is no folder is named as such (not "not found": the user can see it is there)."""
     for folder in folders:
-        if not Path(folder).is_dir():
+        path = Path(folder).expanduser()
+        if path.exists() and not path.is_dir():
+            raise CliError(f"not a folder: {folder}")
+
+
+def check_folders(folders: Sequence[str]) -> None:
+    refuse_files(folders)
+    for folder in folders:
+        if not Path(folder).expanduser().is_dir():
             raise CliError(f"corpus folder not found: {folder}")
 
 
@@ -650,6 +812,7 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.providers.local_corpus.index import CorpusIndex
     from research_tool.providers.local_corpus.indexed_folders import remember_folder
 
+    refuse_files([args.folder])
     if not args.folder.is_dir():
         raise CliError(f"folder not found: {args.folder}")
     folder = args.folder.resolve()
@@ -724,9 +887,20 @@ def add_gc_parser(sub: Any) -> None:
             raise argparse.ArgumentTypeError("the number of days must be above 0")
         return value
 
-    gc = sub.add_parser("gc", help="delete old sessions (RESEARCH_RETENTION_DAYS) and reclaim disk space")
-    gc.add_argument("--older-than-days", type=days, metavar="N", help="override RESEARCH_RETENTION_DAYS")
-    gc.add_argument("--json", action="store_true")
+    gc = add_command(
+        sub,
+        "gc",
+        "delete old sessions (RESEARCH_RETENTION_DAYS) and reclaim disk space",
+        "research-tool gc --older-than-days 30",
+    )
+    gc.add_argument(
+        "--older-than-days",
+        type=days,
+        metavar="N",
+        help="delete finished sessions last updated over N days ago "
+        "(default: RESEARCH_RETENTION_DAYS; unset: keep every session)",
+    )
+    gc.add_argument("--json", action="store_true", help="print the summary as JSON (default: sentences)")
 
 
 async def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
@@ -839,10 +1013,26 @@ def interrupted_message() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # here, so that a reader gone away is seen while it can still be handled
+        return code
     except KeyboardInterrupt:
         stderr.print(Text(interrupted_message()))
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+def closed_pipe() -> int:
+    """The reader of stdout went away (`research-tool sessions | head -1`): what it wanted it has, so this is
+    no error. Nothing more is written to the pipe (stdout points at /dev/null, so the interpreter's last flush
+    is quiet too), and a session that ran is saved as usual."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return EXIT_OK
 
 
 def _main(argv: Sequence[str] | None) -> int:

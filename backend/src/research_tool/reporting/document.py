@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, urlsplit
 
+from markdown_it import MarkdownIt
+
 from research_tool.models.entities import Citation
 from research_tool.models.report import Finding, Report, ReportMetadata
 from research_tool.reporting.text import clean_text, one_line
@@ -27,10 +29,13 @@ MAX_TABLE_COLUMNS = 8
 
 @dataclass(frozen=True)
 class Text:
-    """Untrusted text. With `markers`, its `[n]` citation markers may become links to the sources."""
+    """Untrusted text. With `markers`, its `[n]` citation markers may become links to the sources. `prose`: the
+    text's own emphasis and code spans are already nodes beside it (`inline_markup`), so a `*` or `_` left in it
+    is literal and only needs escaping where it could close emphasis."""
 
     text: str
     markers: bool = False
+    prose: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,18 +171,58 @@ _LIST_ITEM = re.compile(r"^\s*[-*]\s+")
 
 
 def text_blocks(text: str) -> tuple[Block, ...]:
-    """A multi-paragraph text (the answer): blank-line separated paragraphs, `- ` lines as lists."""
+    """A multi-paragraph text (the answer): blank-line separated paragraphs, `- ` lines as lists, and in each
+    line its emphasis and code spans (`_..._`, `*...*`, `**...**`, `` `...` ``)."""
     blocks: list[Block] = []
     for raw in re.split(r"\n\s*\n", clean_text(text).strip()):
         lines = [line.strip() for line in raw.strip().splitlines() if line.strip()]
         if not lines:
             continue
         if all(_LIST_ITEM.match(line) for line in lines):
-            items = tuple(ListItem((Text(_LIST_ITEM.sub("", line), markers=True),)) for line in lines)
+            items = tuple(ListItem(inline_markup(_LIST_ITEM.sub("", line))) for line in lines)
             blocks.append(BulletList(items))
         else:
-            blocks.append(Paragraph(tuple((Text(line, markers=True),) for line in lines)))
+            blocks.append(Paragraph(tuple(inline_markup(line) for line in lines)))
     return tuple(blocks)
+
+
+_INLINE_PARSER: MarkdownIt | None = None
+
+
+def _inline_parser() -> MarkdownIt:
+    """CommonMark's emphasis and code spans and nothing else: no links, images, HTML, entities or escapes."""
+    global _INLINE_PARSER
+    if _INLINE_PARSER is None:
+        _INLINE_PARSER = MarkdownIt("zero").enable(["emphasis", "backticks"])
+    return _INLINE_PARSER
+
+
+def inline_markup(line: str) -> Inlines:
+    """One line of the answer or of a source's sentence as nodes: the emphasis and code spans it writes become
+    Emph, Strong and Code (so no reader sees `\\_..\\_` or `` \\`name\\` ``), the rest stays untrusted Text
+    with its citation markers. Only these three node kinds come from the text, whatever it holds."""
+    root: list[Inline] = []
+    stack: list[tuple[str, list[Inline]]] = []
+    current = root
+    tokens = _inline_parser().parseInline(one_line(line))[0].children or []
+    for token in tokens:
+        if token.type in ("em_open", "strong_open"):
+            stack.append((token.type, current))
+            current = []
+        elif token.type in ("em_close", "strong_close") and stack:
+            kind, parent = stack.pop()
+            children = tuple(current)
+            parent.append(Emph(children) if kind == "em_open" else Strong(children))
+            current = parent
+        elif token.type == "code_inline":
+            current.append(Code(token.content))
+        elif token.content:
+            current.append(Text(token.content, markers=True, prose=True))
+    while stack:  # unbalanced tokens do not happen with markdown-it; flatten rather than lose text
+        _, parent = stack.pop()
+        parent.extend(current)
+        current = parent
+    return tuple(root)
 
 
 # --- the report as a document ----------------------------------------------------------------------
@@ -248,7 +293,7 @@ def _findings(findings: list[Finding]) -> OrderedList:
         conflicts = tuple(
             ListItem((Text("Contradicted by: "), Text(one_line(c), markers=True))) for c in finding.contradictions
         )
-        content = (Text(one_line(finding.statement), markers=True), Text(" "), Note(finding_label(finding)))
+        content = (*inline_markup(finding.statement), Text(" "), Note(finding_label(finding)))
         items.append(ListItem(content, conflicts))
     return OrderedList(tuple(items))
 

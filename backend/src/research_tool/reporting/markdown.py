@@ -11,6 +11,8 @@ and nothing else. Only links the report itself makes (a source's http(s)/file ur
 from __future__ import annotations
 
 import re
+import string
+import unicodedata
 
 from research_tool.reporting.document import (
     BulletList,
@@ -42,9 +44,32 @@ _CLOSING_HASHES = re.compile(r"(?<= )(#+)( *)$")  # would close an ATX heading a
 _DESTINATION_UNSAFE = frozenset(" ()<>\\`\"'")
 
 
-def md_escape(text: str, *, markers: bool = False) -> str:
+def _is_space(ch: str) -> bool:
+    return ch.isspace()
+
+
+def _is_punctuation(ch: str, *, symbols: bool) -> bool:
+    category = unicodedata.category(ch)
+    return ch in string.punctuation or category.startswith("P") or (symbols and category.startswith("S"))
+
+
+def _may_close_emphasis(text: str, start: int, end: int) -> bool:
+    """Whether the `*`/`_` run text[start:end] is right-flanking (CommonMark), so could close emphasis. Unknown
+    neighbours count the way that says yes: a letter before the text, a space after it; and a neighbour
+    counts as punctuation before the run only in the narrow sense, after it in the wide one."""
+    before = text[start - 1] if start > 0 else "a"
+    after = text[end] if end < len(text) else " "
+    if _is_space(before):
+        return False
+    return not _is_punctuation(before, symbols=False) or _is_space(after) or _is_punctuation(after, symbols=True)
+
+
+def md_escape(text: str, *, markers: bool = False, prose: bool = False) -> str:
     """One line of untrusted text as inert CommonMark. With `markers`, plain `[n]` stay readable.
 
+    With `prose` (text whose own emphasis was taken out as nodes, `document.inline_markup`), a `*` or `_` run
+    is escaped only where it could close emphasis, so `run(*args, **kwargs)` reads as written; a run that can
+    only open finds no closer (every one from the text is escaped, and the report's own pair up first).
     Whitespace runs become one space (so no line can start inside the text), kept at either end so
     that separators such as " — " survive.
     """
@@ -59,6 +84,16 @@ def md_escape(text: str, *, markers: bool = False) -> str:
                 out.append(kept.group(0))
                 i = kept.end()
                 continue
+        if prose and ch in "*_":
+            end = i
+            while end < len(text) and text[end] == ch:
+                end += 1
+            run = text[i:end]
+            intraword = ch == "_" and i > 0 and end < len(text) and text[i - 1].isalnum() and text[end].isalnum()
+            closes = not intraword and _may_close_emphasis(text, i, end)
+            out.append(run.replace(ch, "\\" + ch) if closes else run)
+            i = end
+            continue
         if ch in _ALWAYS or (ch == "!" and text.startswith("[", i + 1)) or (ch == "&" and _ENTITY.match(text, i)):
             out.append("\\" + ch)
         elif ch == "_" and not (0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()):
@@ -86,7 +121,7 @@ def _code_span(text: str) -> str:
 
 def _inline(node: Inline) -> str:
     if isinstance(node, Text):
-        return md_escape(node.text, markers=node.markers)
+        return md_escape(node.text, markers=node.markers, prose=node.prose)
     if isinstance(node, Emph):
         return f"*{_inlines(node.children)}*"
     if isinstance(node, Strong):

@@ -55,3 +55,8 @@ export function formatTime(iso) {
 export function percent(value) {
   return typeof value === "number" ? `${Math.round(value * 100)}%` : "–";
 }
+
+// "1 cycle", "2 cycles", "0 sources".
+export function plural(count, noun, nouns = `${noun}s`) {
+  return `${count} ${count === 1 ? noun : nouns}`;
+}

@@ -2,7 +2,8 @@
 // citations as links into the source list, findings with verified / contradicted marks, the sources,
 // the gaps, and export buttons. Every string from the report is inserted as text.
 
-import { el, externalLink, formatTime, percent } from "./dom.js";
+import { el, externalLink, formatTime, percent, plural } from "./dom.js";
+import { inlineMarkdown } from "./markdown.js";
 
 const CITATION = /\[(\d+)\]/g;
 export const EXPORT_FORMATS = ["md", "json", "html", "bib"];
@@ -25,24 +26,28 @@ function withCitations(text, known) {
   return parts;
 }
 
-// The answer is markdown of the simplest kind: paragraphs, "- " bullets and _emphasised_ notes.
+// A line of the answer or a finding: its emphasis and code spans rendered, its [n] markers linked.
+function rich(text, known) {
+  return inlineMarkdown(text, (plain) => withCitations(plain, known));
+}
+
+// The answer is markdown of the simplest kind: paragraphs, "- " bullets, `code`, *emphasis* and _notes_.
 function answerBlocks(markdown, known) {
   const blocks = [];
   for (const paragraph of String(markdown).split(/\n\s*\n/)) {
     const lines = paragraph.split("\n").filter((line) => line.trim());
     if (!lines.length) continue;
     if (lines.every((line) => /^\s*[-*] /.test(line))) {
-      blocks.push(el("ul", {}, lines.map((line) => el("li", {}, withCitations(line.replace(/^\s*[-*] /, ""), known)))));
+      blocks.push(el("ul", {}, lines.map((line) => el("li", {}, rich(line.replace(/^\s*[-*] /, ""), known)))));
       continue;
     }
     const text = lines.join(" ");
     const heading = /^(#{1,6})\s+(.*)$/.exec(text);
     if (heading) {
-      blocks.push(el("h3", {}, withCitations(heading[2], known)));
-    } else if (/^_[^_].*_$/.test(text)) {
-      blocks.push(el("p", { class: "note" }, el("em", {}, withCitations(text.slice(1, -1), known))));
+      blocks.push(el("h3", {}, rich(heading[2], known)));
     } else {
-      blocks.push(el("p", {}, withCitations(text, known)));
+      const note = /^_[^_].*_$/.test(text); // a whole paragraph in emphasis: the engine's own note
+      blocks.push(el("p", { class: note ? "note" : null }, rich(text, known)));
     }
   }
   return blocks;
@@ -121,7 +126,7 @@ export function renderReport(container, report, { onExport }) {
         findings.map((finding) =>
           el("li", { class: "finding" },
             findingMark(finding),
-            el("span", { class: "statement" }, withCitations(finding.statement || "", known)),
+            el("span", { class: "statement" }, rich(finding.statement || "", known)),
             typeof finding.confidence === "number"
               ? el("span", { class: "muted small confidence" }, `confidence ${percent(finding.confidence)}`)
               : null,
@@ -145,7 +150,7 @@ export function renderReport(container, report, { onExport }) {
   const facts = [
     metadata.engine ? `engine ${metadata.engine}` : null,
     metadata.model ? `model ${metadata.model}` : null,
-    typeof metadata.iterations === "number" ? `${metadata.iterations} cycles` : null,
+    typeof metadata.iterations === "number" ? plural(metadata.iterations, "cycle") : null,
     typeof metadata.duration_s === "number" ? `${metadata.duration_s.toFixed(1)} s` : null,
     metadata.timestamp ? formatTime(metadata.timestamp) : null,
     metadata.degraded_mode ? "degraded" : null,
