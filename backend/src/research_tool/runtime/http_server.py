@@ -21,6 +21,7 @@ front (nginx `limit_conn` + `client_header_timeout`), as the README says.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import resource
 from typing import Any, ClassVar
 
@@ -28,7 +29,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from research_tool.core.logging import get_logger
-from research_tool.core.settings import Settings
+from research_tool.core.settings import Settings, secret_value
 
 log = get_logger(__name__)
 
@@ -143,6 +144,32 @@ def server_config(settings: Settings, host: str, port: int, **overrides: Any) ->
         **overrides,
     }
     return uvicorn.Config(APP_FACTORY, **options)
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether `--host` binds only this machine's loopback interface (a name other than localhost counts as
+    reachable from the network: it could resolve to anything)."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def open_serving_refusal(settings: Settings, host: str, *, allow_unauthenticated: bool) -> str | None:
+    """Why `serve` must not start (one line), or None: a non-loopback host without RESEARCH_API_TOKEN lets
+    anyone who can reach the port run research and read every session, unless the operator says so."""
+    if secret_value(settings.api_token) is not None or allow_unauthenticated or is_loopback_host(host):
+        return None
+    return (
+        f"serve --host {host} without RESEARCH_API_TOKEN would let anyone who can reach the port run research "
+        "and read every session; set RESEARCH_API_TOKEN, or pass --allow-unauthenticated if that is what you mean"
+    )
 
 
 def run_server(settings: Settings, host: str, port: int) -> None:
