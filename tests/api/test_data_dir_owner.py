@@ -11,10 +11,7 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -24,58 +21,15 @@ from research_tool.bench.wiki_replay import Page, running_wiki
 from research_tool.core.settings import Settings
 from research_tool.runtime.http_server import is_loopback_host, open_serving_refusal
 from tests.support.polling import eventually
+from tests.support.servers import START_TIMEOUT_S, cli, first_healthy, serve
 
 from .conftest import OK_BODY, free_socket, sse_events
 from .test_crash_resume import QUESTIONS, server_env, statuses
-
-START_TIMEOUT_S = 30.0
-
-
-def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "research_tool", *args]
-
-
-@contextmanager
-def serve(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen(
-        cli("serve", "--host", "127.0.0.1", "--port", str(port)),
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
-        if process.stderr:
-            process.stderr.close()
-
-
-async def healthy(port: int) -> bool:
-    try:
-        async with httpx.AsyncClient(timeout=2, trust_env=False) as client:
-            return (await client.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 def error_lines(process: subprocess.Popen[bytes]) -> list[str]:
     assert process.stderr is not None
     return [line for line in process.stderr.read().decode().splitlines() if line.strip()]
-
-
-async def first_healthy(servers: dict[int, subprocess.Popen[bytes]]) -> int:
-    """The port of the first server to answer /healthz (the others may still be starting or exiting)."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        for port in servers:
-            if await healthy(port):
-                return port
-        await asyncio.sleep(0.1)
-    raise AssertionError("no server came up")
 
 
 async def exit_code(process: subprocess.Popen[bytes]) -> int | None:
