@@ -271,6 +271,11 @@ def build_parser() -> OneLineParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     serve.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve a non-loopback --host without RESEARCH_API_TOKEN (anyone who can reach it may use it)",
+    )
+    serve.add_argument(
         "--no-worker",
         action="store_true",
         help="API only: sessions run on `research-tool worker` processes (needs RESEARCH_DATABASE_URL; "
@@ -664,7 +669,7 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     from research_tool.runtime.composition import open_research_services
 
-    async with open_research_services(settings) as services:
+    async with open_research_services(settings, own_data_dir=False) as services:  # a server may own the dir
         text = render_report(await services.runner.report(session_id), args.format)
     emit_output(text, args.out, fmt=args.format)
     return EXIT_OK
@@ -941,8 +946,13 @@ CLUSTER_ONLY = "needs RESEARCH_DATABASE_URL (a postgresql:// URL): sessions are 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.core.extras import require_postgres_extra
-    from research_tool.runtime.http_server import run_server
+    from research_tool.runtime.http_server import open_serving_refusal, run_server
+    from research_tool.runtime.ownership import DataDirOwner
     from research_tool.runtime.shared_limits import check_shared_limits_settings
+
+    refusal = open_serving_refusal(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
+    if refusal is not None:
+        raise CliError(refusal)
 
     # A missing extra is one line of bad input here, not a traceback from inside the app's startup.
     if settings.database_url:
@@ -954,7 +964,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_BAD_INPUT
         os.environ["RESEARCH_RUN_WORKER"] = "false"  # uvicorn builds the app from the environment
         settings = settings.model_copy(update={"run_worker": False})
-    run_server(settings, args.host, args.port)
+    # SQLite: this process owns the data dir for the server's whole life, or exits 2 naming the owner's PID.
+    owner = DataDirOwner(None) if settings.database_url else DataDirOwner.claim(settings.data_dir)
+    try:
+        run_server(settings, args.host, args.port)
+    finally:
+        owner.release()
     return EXIT_OK
 
 

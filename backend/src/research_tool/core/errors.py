@@ -26,6 +26,16 @@ class BadInputError(ResearchToolError):
     error_type = "bad_input"
 
 
+class DataDirInUseError(BadInputError):
+    """Another process owns the SQLite data dir (one process per data dir): CLI exit 2, naming its PID."""
+
+    error_type = "data_dir_in_use"
+
+    def __init__(self, message: str, *, owner_pid: int | None) -> None:
+        super().__init__(message)
+        self.owner_pid = owner_pid
+
+
 class SessionNotFoundError(ResearchToolError):
     error_type = "not_found"
 

@@ -80,6 +80,8 @@ class Settings(BaseSettings):
     header_timeout_s: float = Field(default=10.0, gt=0, le=600)
     # None: half the process's file-descriptor limit, at most 4,096 (runtime/http_server.connection_limit).
     max_connections: int | None = Field(default=None, ge=1, le=100_000)
+    # With no api_token: a WebSocket that carried no message either way for this long is closed (1001 "idle").
+    ws_idle_timeout_s: float = Field(default=300.0, gt=0, le=86_400)
     max_request_bytes: int = 64 * 1024
     run_timeout_s: float = Field(default=600.0, gt=0)
     # Finished sessions last updated longer ago than this are deleted (`research-tool gc`, and the server

@@ -14,6 +14,7 @@ results get cited ranks above it, a failing one below it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -26,6 +27,7 @@ from research_tool.core.settings import Settings
 from research_tool.models.entities import AccessFailure, utc_now_iso
 
 NEUTRAL_SCORE = 0.5
+BUSY_TIMEOUT_MS = 5000
 RELIABILITY_WEIGHT = 0.6
 CITATION_WEIGHT = 0.4
 
@@ -121,11 +123,25 @@ class MemoryStorage(Protocol):
 
 
 class SqliteMemoryStorage:
-    """`memory.db`: one short connection per operation, so any task or process may use it."""
+    """`memory.db`: one short connection per operation, so any task or process may use it.
+
+    Writes take one path: one at a time in this process (`_writing`), each a single statement in autocommit
+    mode, so SQLite's write lock is held only while that statement runs in the connection's thread. A write
+    used to be an implicit transaction committed by a second call: between the two the lock stayed held until
+    the event loop came back to it, and when the loop stalled, the other sessions' writes ran out of
+    busy_timeout and failed their sessions ("database is locked", issue 22).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._ready = False
+        self._writing = asyncio.Lock()
+
+    async def _write(self, sql: str, params: Sequence[Any]) -> None:
+        await self.initialize()
+        async with self._writing, aiosqlite.connect(self.path, isolation_level=None) as db:
+            await db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            await db.execute(sql, params)
 
     async def initialize(self) -> None:
         if self._ready:
@@ -140,11 +156,8 @@ class SqliteMemoryStorage:
     async def bump(
         self, domain: str, provider: str, *, calls: int, results: int, citations: int, failures: int
     ) -> None:
-        await self.initialize()
-        async with aiosqlite.connect(self.path) as db:
-            await db.execute("PRAGMA busy_timeout=5000")
-            await db.execute(
-                """
+        await self._write(
+            """
                 INSERT INTO provider_stats (domain, provider, calls, results, citations, failures, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (domain, provider) DO UPDATE SET
@@ -154,22 +167,17 @@ class SqliteMemoryStorage:
                     failures = failures + excluded.failures,
                     updated_at = excluded.updated_at
                 """,
-                (domain, provider, calls, results, citations, failures, utc_now_iso()),
-            )
-            await db.commit()
+            (domain, provider, calls, results, citations, failures, utc_now_iso()),
+        )
 
     async def add_failure(self, domain: str, failure: AccessFailure) -> None:
-        await self.initialize()
-        async with aiosqlite.connect(self.path) as db:
-            await db.execute("PRAGMA busy_timeout=5000")
-            await db.execute(
-                """
+        await self._write(
+            """
                 INSERT INTO access_failures (domain, provider, url, query, error_type, message, iteration, at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                failure_values(domain, failure),
-            )
-            await db.commit()
+            failure_values(domain, failure),
+        )
 
     async def stats_rows(self, domain: str) -> list[StatsRow]:
         await self.initialize()

@@ -44,9 +44,10 @@ class Storage:
 
 
 @asynccontextmanager
-async def open_storage(settings: Settings) -> AsyncIterator[Storage]:
-    """The process's storage, open for as long as the block runs sessions. SQLite: the data dir's owner lock
-    is held meanwhile (readers can tell the sessions of a dead process)."""
+async def open_storage(settings: Settings, *, own_data_dir: bool = True) -> AsyncIterator[Storage]:
+    """The process's storage, open for as long as the block runs sessions. SQLite: the data dir's exclusive
+    owner lock is held meanwhile (runtime/ownership.py: DataDirInUseError when another process holds it).
+    `own_data_dir=False`: only to read a finished session's report (`show`), beside a live owner."""
     if settings.database_url:
         require_postgres_extra()
         from research_tool.runtime.postgres.storage import open_postgres_storage
@@ -61,7 +62,7 @@ async def open_storage(settings: Settings) -> AsyncIterator[Storage]:
                 pool=pg.pool,
             )
         return
-    owner = await DataDirOwner.acquire(settings.data_dir)
+    owner = await DataDirOwner.acquire(settings.data_dir) if own_data_dir else DataDirOwner(None)
     try:
         conn = await open_database(settings.db_path("sessions.db"))
         try:

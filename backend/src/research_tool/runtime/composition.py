@@ -70,8 +70,10 @@ async def open_research_services(
     engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None = None,
     retention_sweeps: bool = False,
     worker: bool = False,
+    own_data_dir: bool = True,
 ) -> AsyncIterator[ResearchServices]:
     """`engine_factory` replaces the engine RESEARCH_LLM names (embedding applications, tests).
+    `own_data_dir=False` (SQLite): take no owner lock, to read a finished session beside a live owner (`show`).
     `retention_sweeps`: apply RESEARCH_RETENTION_DAYS now and every hour while open (the server).
     `worker` (Postgres only): also claim and run sessions from the shared queue (`research-tool worker`,
     `serve` without --no-worker). On Postgres every process joins the cluster (runtime/cluster/): sessions run
@@ -80,7 +82,11 @@ async def open_research_services(
     async with (
         open_shared_limits(settings),
         _open_process_services(
-            settings, engine_factory=engine_factory, retention_sweeps=retention_sweeps, worker=worker
+            settings,
+            engine_factory=engine_factory,
+            retention_sweeps=retention_sweeps,
+            worker=worker,
+            own_data_dir=own_data_dir,
         ) as services,
     ):
         yield services
@@ -93,11 +99,12 @@ async def _open_process_services(
     engine_factory: Callable[[ResearchRequest], ReasoningEngine] | None,
     retention_sweeps: bool,
     worker: bool,
+    own_data_dir: bool = True,
 ) -> AsyncIterator[ResearchServices]:
     RATE_LIMITERS.max_in_flight = settings.provider_max_in_flight
     client = create_http_client(settings.provider_max_in_flight)
     try:
-        async with open_storage(settings) as storage:
+        async with open_storage(settings, own_data_dir=own_data_dir) as storage:
             checkpointer = storage.checkpointer
             content = storage.content
             gateway = SearchGateway()

@@ -29,8 +29,12 @@ class EventLog:
         self._lock = asyncio.Lock()
         self._next_seq: dict[str, int] = {}
         self._fanout = EventFanout()
+        # Idempotent by (session_id, seq): the same event stored already is no error, a different one is.
         self._writes = GroupCommit(
-            conn, "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            conn,
+            "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            same_row_sql="SELECT 1 FROM events WHERE session_id = ? AND seq = ? AND ts = ? AND type = ?"
+            " AND phase IS ? AND message = ? AND data = ?",
         )
 
     def begin(self, session_id: str) -> None:

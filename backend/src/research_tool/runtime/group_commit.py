@@ -18,37 +18,65 @@ from typing import Any
 import aiosqlite
 
 Params = Sequence[Any]
+SAVEPOINT = "group_commit"
 
 
 def _write_batch(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> None:
-    """In the connection's thread: every row or none (the connection is in autocommit mode)."""
-    conn.execute("BEGIN")
+    """In the connection's thread: every row or none (the connection is in autocommit mode).
+
+    A savepoint rather than BEGIN: SQLite refuses to open one while a write statement of this connection is
+    still in progress, before anything is opened, where BEGIN would succeed and its COMMIT fail. A rollback
+    then would also undo rows that the row-by-row retry wrote meanwhile (their autocommit waits for that
+    statement to end), rows whose writers were already told they were written."""
+    conn.execute(f"SAVEPOINT {SAVEPOINT}")
     try:
         conn.executemany(sql, rows)
+        conn.execute(f"RELEASE {SAVEPOINT}")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _roll_back(conn)
         raise
-    conn.execute("COMMIT")
 
 
-def _write_rows(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> list[BaseException | None]:
+def _roll_back(conn: sqlite3.Connection) -> None:
+    """Leave the connection outside any transaction with nothing of the batch written. ROLLBACK TO, unlike
+    ROLLBACK, leaves the connection's readers mid-query alone."""
+    if not conn.in_transaction:
+        return
+    try:
+        conn.execute(f"ROLLBACK TO {SAVEPOINT}")
+        conn.execute(f"RELEASE {SAVEPOINT}")
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+
+def _write_rows(
+    conn: sqlite3.Connection, sql: str, rows: list[Params], same_row_sql: str | None
+) -> list[BaseException | None]:
     """In the connection's thread: each row on its own, its error (or None) reported back."""
     outcomes: list[BaseException | None] = []
     for row in rows:
         try:
             conn.execute(sql, row)
             outcomes.append(None)
+        except sqlite3.IntegrityError as exc:
+            stored = same_row_sql is not None and conn.execute(same_row_sql, row).fetchone() is not None
+            outcomes.append(None if stored else exc)
         except sqlite3.Error as exc:
             outcomes.append(exc)
     return outcomes
 
 
 class GroupCommit:
-    """Batched `INSERT`s of one statement on one aiosqlite connection opened in autocommit mode."""
+    """Batched `INSERT`s of one statement on one aiosqlite connection opened in autocommit mode.
 
-    def __init__(self, conn: aiosqlite.Connection, sql: str) -> None:
+    `same_row_sql`: a query taking the insert's parameters that returns a row when exactly that row is stored
+    already (its key and every value): such a row is not an error."""
+
+    def __init__(self, conn: aiosqlite.Connection, sql: str, *, same_row_sql: str | None = None) -> None:
         self._conn = conn
         self._sql = sql
+        self._same_row_sql = same_row_sql
         self._pending: list[tuple[Params, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self.batches = 0  # flushes so far (tests, diagnostics)
@@ -99,7 +127,7 @@ class GroupCommit:
             await conn._execute(_write_batch, conn._conn, self._sql, rows)  # type: ignore[no-untyped-call]
         except sqlite3.Error:
             outcomes: list[BaseException | None] = await conn._execute(  # type: ignore[no-untyped-call]
-                _write_rows, conn._conn, self._sql, rows
+                _write_rows, conn._conn, self._sql, rows, self._same_row_sql
             )
             return outcomes
         return [None] * len(rows)

@@ -13,28 +13,42 @@ What uvicorn offers and what it does not:
   (by default half the open-file limit) is closed as soon as it is accepted, so the process always keeps
   file descriptors for its databases and outgoing requests. `limit_concurrency` is set to the same number.
 
-A flood larger than `RESEARCH_MAX_CONNECTIONS` within one header timeout still delays other clients
-for up to that timeout; on a network you do not trust, put a reverse proxy with per-client limits in
-front (nginx `limit_conn` + `client_header_timeout`), as the README says.
+Slots go to whoever needs one, not to whoever holds the most (issue 22: 400 slow-header sockets of one
+client with a limit of 200 locked `/healthz` out for the whole header timeout; 200 idle WebSockets held
+every slot for good). A connection is *idle* while it waits for a request's headers (a new or keep-alive
+connection) and, for a WebSocket, once it has carried no message either way for WS_IDLE_GRACE_S. Each
+client address may keep at most a quarter of the slots idle (`idle_per_client`): past that its own oldest
+idle connection is closed. And a connection over the limit is not refused while an idle one exists: the
+oldest idle connection of the client holding the most idle ones is closed in its place. With no
+RESEARCH_API_TOKEN, a WebSocket that carried no message for RESEARCH_WS_IDLE_TIMEOUT_S is closed (1001,
+"idle"; the page reconnects with `?after=`): with a token, the handshake already needs it.
+
+Busy connections (a request in progress, an SSE stream, a WebSocket carrying events) are never closed to
+make room; on a network you do not trust, still put a reverse proxy with per-client limits in front (nginx
+`limit_conn` + `client_header_timeout`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import resource
-from typing import Any, ClassVar
+import time
+from typing import Any, ClassVar, Protocol
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from research_tool.core.logging import get_logger
-from research_tool.core.settings import Settings
+from research_tool.core.settings import Settings, secret_value
 
 log = get_logger(__name__)
 
 APP_FACTORY = "research_tool.api.app:create_app"
 KEEP_ALIVE_S = 5
 DEFAULT_MAX_CONNECTIONS = 4096
+CLOSE_GOING_AWAY = 1001
 
 
 # A request's line and headers (plus whatever body bytes share their reads) may not exceed this. httptools
@@ -50,26 +64,90 @@ _TOO_LARGE = (
 )
 
 
+class IdleConnection(Protocol):
+    def close_idle(self) -> None:
+        """Close this idle connection to make room for another."""
+        ...
+
+
+def client_host(client: tuple[str, int] | None) -> str:
+    return client[0] if client else "?"
+
+
+class ConnectionSlots:
+    """One server's idle connections, by client address (oldest first), and the choice of which to close."""
+
+    def __init__(self, max_connections: int) -> None:
+        self.max_connections = max_connections
+        self.idle_per_client = max(1, max_connections // 4)
+        self._idle: dict[str, dict[IdleConnection, None]] = {}  # insertion-ordered sets
+        self._closing: set[IdleConnection] = set()  # closed to make room, still counted until they are gone
+
+    def idle(self, host: str, connection: IdleConnection) -> None:
+        self._idle.setdefault(host, {})[connection] = None
+
+    def busy(self, host: str, connection: IdleConnection) -> None:
+        held = self._idle.get(host)
+        if held is not None:
+            held.pop(connection, None)
+            if not held:
+                del self._idle[host]
+
+    def gone(self, host: str, connection: IdleConnection) -> None:
+        self.busy(host, connection)
+        self._closing.discard(connection)
+
+    def held_idle(self, host: str) -> int:
+        return len(self._idle.get(host, ()))
+
+    def make_room(self, host: str, newcomer: IdleConnection, open_connections: int) -> bool:
+        """Called as `newcomer` (already counted in `open_connections`) arrives from `host`: close the client's
+        oldest idle connection past its share, and one idle connection when the server is over its limit.
+        False when the server is over its limit and nothing could be closed (the newcomer must go)."""
+        if self.held_idle(host) > self.idle_per_client:
+            self._close_oldest(host, newcomer)
+        if open_connections - len(self._closing) <= self.max_connections:
+            return True
+        holders = sorted(self._idle, key=lambda h: len(self._idle[h]) - (newcomer in self._idle[h]), reverse=True)
+        return any(self._close_oldest(h, newcomer) for h in holders)
+
+    def _close_oldest(self, host: str, spare: IdleConnection) -> bool:
+        for connection in self._idle.get(host, {}):
+            if connection is not spare:
+                self.busy(host, connection)
+                self._closing.add(connection)
+                log.info("idle_connection_closed_for_room", client=host, idle_held=self.held_idle(host) + 1)
+                connection.close_idle()
+                return True
+        return False
+
+
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a header-read deadline, a header size limit and a connection cap."""
 
     header_timeout_s: ClassVar[float] = 10.0
     max_connections: ClassVar[int] = 512
+    slots: ClassVar[ConnectionSlots] = ConnectionSlots(512)
 
     _header_deadline: asyncio.TimerHandle | None = None
     _head_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
+        self._arm_header_deadline()  # idle until its headers are in
+        if not self.slots.make_room(client_host(self.client), self, len(self.connections)):
             log.warning("connection_refused_over_limit", open_connections=len(self.connections) - 1)
+            self._cancel_header_deadline()
             transport.abort()
-            return
-        self._arm_header_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()
+        self.slots.gone(client_host(self.client), self)
         super().connection_lost(exc)
+
+    def close_idle(self) -> None:
+        self._cancel_header_deadline()
+        self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         if self._header_deadline is not None:  # still reading a request's line and headers
@@ -96,17 +174,97 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_header_deadline()
         self._head_bytes = 0
         self._header_deadline = self.loop.call_later(self.header_timeout_s, self._header_deadline_passed)
+        self.slots.idle(client_host(self.client), self)
 
     def _cancel_header_deadline(self) -> None:
         if self._header_deadline is not None:
             self._header_deadline.cancel()
             self._header_deadline = None
+            self.slots.busy(client_host(self.client), self)
 
     def _header_deadline_passed(self) -> None:
         self._header_deadline = None
+        self.slots.busy(client_host(self.client), self)
         if not self.transport.is_closing():
             log.info("connection_closed_slow_headers", client=str(self.client), timeout_s=self.header_timeout_s)
             self.transport.close()
+
+
+# A WebSocket that carried no message either way for this long counts as idle (closable to make room).
+WS_IDLE_GRACE_S = 10.0
+
+
+class BoundedWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol whose idle connections give up their slot (ConnectionSlots) and, when
+    `idle_timeout_s` is set (no RESEARCH_API_TOKEN), are closed after that long without a message."""
+
+    slots: ClassVar[ConnectionSlots] = ConnectionSlots(512)
+    idle_timeout_s: ClassVar[float | None] = None
+    idle_grace_s: ClassVar[float] = WS_IDLE_GRACE_S
+
+    _idle_check: asyncio.TimerHandle | None = None
+    _last_message = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._active()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_idle_check()
+        self.slots.gone(client_host(self.client), self)
+        super().connection_lost(exc)
+
+    def send_receive_event_to_app(self) -> None:
+        self._active()  # a message from the client (pings and pongs do not count)
+        super().send_receive_event_to_app()
+
+    async def send(self, message: Any) -> None:
+        if message.get("type") == "websocket.send":
+            self._active()
+        await super().send(message)
+
+    def close_idle(self, reason: str = "idle") -> None:
+        self._stop_idle_check()
+        self.slots.busy(client_host(self.client), self)
+        if self.transport.is_closing():
+            return
+        if self.handshake_complete and not self.close_sent:
+            self.queue.put_nowait({"type": "websocket.disconnect", "code": CLOSE_GOING_AWAY})
+            self.conn.send_close(CLOSE_GOING_AWAY, reason)
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.close_sent = True
+        self.transport.close()
+
+    def _active(self) -> None:
+        self._last_message = time.monotonic()
+        self.slots.busy(client_host(self.client), self)
+        if self._idle_check is None:
+            self._schedule_idle_check(min(self.idle_grace_s, self.idle_timeout_s or self.idle_grace_s))
+
+    def _schedule_idle_check(self, delay_s: float) -> None:
+        self._idle_check = asyncio.get_running_loop().call_later(max(delay_s, 0.01), self._check_idle)
+
+    def _stop_idle_check(self) -> None:
+        if self._idle_check is not None:
+            self._idle_check.cancel()
+            self._idle_check = None
+
+    def _check_idle(self) -> None:
+        self._idle_check = None
+        if self.transport.is_closing():
+            return
+        quiet_s = time.monotonic() - self._last_message
+        if self.idle_timeout_s is not None and quiet_s >= self.idle_timeout_s:
+            log.info("websocket_closed_idle", client=client_host(self.client), idle_s=round(quiet_s, 1))
+            self.close_idle()
+            return
+        later = [] if self.idle_timeout_s is None else [self.idle_timeout_s - quiet_s]
+        if quiet_s >= self.idle_grace_s:
+            self.slots.idle(client_host(self.client), self)
+        else:
+            later.append(self.idle_grace_s - quiet_s)
+        if later:
+            self._schedule_idle_check(min(later))
 
 
 def connection_limit(settings: Settings, open_files_limit: int | None = None) -> int:
@@ -122,27 +280,70 @@ def connection_limit(settings: Settings, open_files_limit: int | None = None) ->
     return max(1, min(DEFAULT_MAX_CONNECTIONS, open_files_limit // 2))
 
 
-def bounded_protocol(settings: Settings) -> type[BoundedHttpToolsProtocol]:
+def bounded_protocol(settings: Settings, slots: ConnectionSlots | None = None) -> type[BoundedHttpToolsProtocol]:
     """The protocol class with this server's limits (uvicorn builds one instance per connection)."""
+    limit = connection_limit(settings)
     return type(
         "ResearchHttpProtocol",
         (BoundedHttpToolsProtocol,),
-        {"header_timeout_s": settings.header_timeout_s, "max_connections": connection_limit(settings)},
+        {
+            "header_timeout_s": settings.header_timeout_s,
+            "max_connections": limit,
+            "slots": slots or ConnectionSlots(limit),
+        },
+    )
+
+
+def bounded_ws_protocol(settings: Settings, slots: ConnectionSlots) -> type[BoundedWebSocketProtocol]:
+    """The WebSocket protocol class sharing the HTTP protocol's slots; idle ones time out without a token."""
+    no_token = secret_value(settings.api_token) is None
+    return type(
+        "ResearchWebSocketProtocol",
+        (BoundedWebSocketProtocol,),
+        {"slots": slots, "idle_timeout_s": settings.ws_idle_timeout_s if no_token else None},
     )
 
 
 def server_config(settings: Settings, host: str, port: int, **overrides: Any) -> uvicorn.Config:
+    slots = ConnectionSlots(connection_limit(settings))
     options: dict[str, Any] = {
         "factory": True,
         "host": host,
         "port": port,
         "workers": 1,
-        "http": bounded_protocol(settings),
+        "http": bounded_protocol(settings, slots),
+        "ws": bounded_ws_protocol(settings, slots),
         "timeout_keep_alive": KEEP_ALIVE_S,
         "limit_concurrency": connection_limit(settings),
         **overrides,
     }
     return uvicorn.Config(APP_FACTORY, **options)
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether `--host` binds only this machine's loopback interface (a name other than localhost counts as
+    reachable from the network: it could resolve to anything)."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def open_serving_refusal(settings: Settings, host: str, *, allow_unauthenticated: bool) -> str | None:
+    """Why `serve` must not start (one line), or None: a non-loopback host without RESEARCH_API_TOKEN lets
+    anyone who can reach the port run research and read every session, unless the operator says so."""
+    if secret_value(settings.api_token) is not None or allow_unauthenticated or is_loopback_host(host):
+        return None
+    return (
+        f"serve --host {host} without RESEARCH_API_TOKEN would let anyone who can reach the port run research "
+        "and read every session; set RESEARCH_API_TOKEN, or pass --allow-unauthenticated if that is what you mean"
+    )
 
 
 def run_server(settings: Settings, host: str, port: int) -> None:

@@ -64,6 +64,8 @@ class StorageJanitor:
         self._content = content
         self._exports_dir = exports_dir
         self._lock = asyncio.Lock()  # one collection at a time
+        self._reclaiming = asyncio.Lock()  # one reclaim after deletes at a time
+        self._reclaim_again = False  # a delete came while one ran: it runs once more
 
     def exports_of(self, session_id: str) -> Path | None:
         """The session's exports folder, or None for an id that would name anything else."""
@@ -83,9 +85,26 @@ class StorageJanitor:
 
     async def forget(self, session_id: str) -> None:
         """Delete everything a session left except its row: events, checkpoints, page texts only it used,
-        exports; then give the freed pages back."""
+        exports; then give the freed pages back (maintenance: it never fails the delete, see reclaim_after_delete)."""
         await self._forget_data([session_id])
-        await self.reclaim()
+        await self.reclaim_after_delete()
+
+    async def reclaim_after_delete(self) -> None:
+        """Reclaim space, one run at a time; deletes that arrive meanwhile join the next run instead of
+        queueing one each. A failure (a file busy elsewhere) is logged and left to the next run or `gc`."""
+        if self._reclaiming.locked():
+            self._reclaim_again = True
+            return
+        async with self._reclaiming:
+            again = True
+            while again:
+                self._reclaim_again = False
+                try:
+                    await self.reclaim()
+                except Exception as exc:
+                    log.warning("reclaim_deferred", error=f"{type(exc).__name__}: {exc}")
+                    return
+                again = self._reclaim_again
 
     async def _forget_data(self, session_ids: list[str]) -> int:
         for sid in session_ids:

@@ -1,22 +1,33 @@
-"""Who runs the sessions of a data dir: an advisory file lock on `<data dir>/owner.lock`.
+"""Who runs the sessions of a data dir: an exclusive advisory file lock on `<data dir>/owner.lock`.
 
-Every process that runs sessions (`research-tool run`/`resume`/`mcp`, the server) holds a shared lock on the
-file for as long as its research services are open; the kernel drops it when the process dies, however it
-dies. A reader (`research-tool sessions`, `show`) that can take the lock exclusively knows that no process is
-running anything, so a session whose row still says queued, running, stopping or awaiting answers was
-interrupted (its process was killed or Ctrl-C'd) and is resumable.
+One process owns a SQLite data dir. Every process that writes sessions (`research-tool serve`, `run`,
+`resume`, `delete`, `gc`, `mcp`) takes the lock exclusively, without waiting, for as long as its research
+services are open (`serve`: for the server's whole life), and writes its PID into the file. A second such
+process finds the lock taken and stops with `DataDirInUseError` naming that PID (the CLI: one line, exit 2):
+two servers on one data dir both resumed the same sessions and wrote the same event numbers (issue 22). The
+kernel drops the lock when the process dies, however it dies, so a killed owner never blocks its successor.
 
-On a platform without `fcntl` ownership is unknown and rows are shown as stored.
+Within one process the lock is counted, not taken twice (`serve` takes it before uvicorn starts, the app's
+lifespan again). Readers (`research-tool sessions`, `show`) take no lock: a reader that finds the lock free
+(`owner_alive`) knows that no process is running anything, so a session whose row still says queued,
+running, stopping or awaiting answers was interrupted and is resumable. Postgres takes no lock at all (any
+number of processes share it).
+
+On a platform without `fcntl` ownership is unknown: no lock is taken and rows are shown as stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
+from research_tool.core.errors import DataDirInUseError
 from research_tool.models.sessions import INTERRUPTED, UNFINISHED_STATUSES, SessionStatus
 
 try:
@@ -27,44 +38,127 @@ except ImportError:  # pragma: no cover - Windows
     HAVE_FLOCK = False
 
 LOCK_FILE = "owner.lock"
+# A reader's liveness probe holds the lock for a moment (shared): an owner starting just then tries again
+# for this long before it concludes that another process owns the data dir.
+CLAIM_PATIENCE_S = 1.0
+CLAIM_RETRY_S = 0.02
 
 
 def lock_path(data_dir: Path) -> Path:
     return data_dir / LOCK_FILE
 
 
-def _open_lock(data_dir: Path) -> int:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    return os.open(lock_path(data_dir), os.O_RDWR | os.O_CREAT, 0o644)
+@dataclass
+class _Claim:
+    fd: int
+    holders: int
 
 
-class DataDirOwner:
-    """The shared owner lock, held from `acquire` to `release` (or to the process's end)."""
+_claims: dict[Path, _Claim] = {}  # this process's claims, by resolved data dir
+_claims_lock = threading.Lock()
 
-    def __init__(self, fd: int | None) -> None:
-        self._fd = fd
 
-    @classmethod
-    async def acquire(cls, data_dir: Path) -> DataDirOwner:
-        if not HAVE_FLOCK:  # pragma: no cover
-            return cls(None)
-        fd = await asyncio.to_thread(_open_lock, data_dir)
+def _key(data_dir: Path) -> Path:
+    return data_dir.resolve()
+
+
+def owner_pid(data_dir: Path) -> int | None:
+    """The PID the owner wrote into the lock file (None: not written, or not a number)."""
+    try:
+        text = lock_path(data_dir).read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdecimal() else None
+
+
+def in_use_error(data_dir: Path) -> DataDirInUseError:
+    pid = owner_pid(data_dir)
+    who = f"process {pid}" if pid is not None else "another process"
+    return DataDirInUseError(
+        f"data dir {data_dir} is in use by {who}: one process per SQLite data dir "
+        "(stop it first, or share Postgres via RESEARCH_DATABASE_URL)",
+        owner_pid=pid,
+    )
+
+
+def _try_claim(data_dir: Path) -> bool:
+    """Take (or count) this process's exclusive claim; False when another process holds the lock."""
+    key = _key(data_dir)
+    with _claims_lock:
+        claim = _claims.get(key)
+        if claim is not None:
+            claim.holders += 1
+            return True
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path(data_dir), os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_SH)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
         except BaseException:
             os.close(fd)
             raise
-        return cls(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        _claims[key] = _Claim(fd=fd, holders=1)
+        return True
+
+
+def _release(data_dir: Path) -> None:
+    key = _key(data_dir)
+    with _claims_lock:
+        claim = _claims.get(key)
+        if claim is None:
+            return
+        claim.holders -= 1
+        if claim.holders > 0:
+            return
+        del _claims[key]
+        with suppress(OSError):
+            os.ftruncate(claim.fd, 0)  # no stale PID for the next reader
+        os.close(claim.fd)  # closing the descriptor releases the lock
+
+
+class DataDirOwner:
+    """This process's exclusive claim on a data dir, held from `acquire`/`claim` to `release`."""
+
+    def __init__(self, data_dir: Path | None) -> None:
+        self._data_dir = data_dir
+
+    @classmethod
+    def claim(cls, data_dir: Path) -> DataDirOwner:
+        """Blocking (at most CLAIM_PATIENCE_S): take the claim or raise DataDirInUseError."""
+        if not HAVE_FLOCK:  # pragma: no cover
+            return cls(None)
+        deadline = time.monotonic() + CLAIM_PATIENCE_S
+        while not _try_claim(data_dir):
+            if time.monotonic() >= deadline:
+                raise in_use_error(data_dir)
+            time.sleep(CLAIM_RETRY_S)
+        return cls(data_dir)
+
+    @classmethod
+    async def acquire(cls, data_dir: Path) -> DataDirOwner:
+        """`claim` for the event loop (it waits with asyncio.sleep)."""
+        if not HAVE_FLOCK:  # pragma: no cover
+            return cls(None)
+        deadline = time.monotonic() + CLAIM_PATIENCE_S
+        while not await asyncio.to_thread(_try_claim, data_dir):
+            if time.monotonic() >= deadline:
+                raise in_use_error(data_dir)
+            await asyncio.sleep(CLAIM_RETRY_S)
+        return cls(data_dir)
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor releases the lock
-            self._fd = None
+        if self._data_dir is not None:
+            _release(self._data_dir)
+            self._data_dir = None
 
 
 @asynccontextmanager
 async def holding_data_dir(data_dir: Path) -> AsyncIterator[None]:
-    """Hold the shared owner lock while the block runs sessions."""
+    """Hold the exclusive owner claim while the block runs sessions."""
     owner = await DataDirOwner.acquire(data_dir)
     try:
         yield
@@ -73,14 +167,15 @@ async def holding_data_dir(data_dir: Path) -> AsyncIterator[None]:
 
 
 def owner_alive(data_dir: Path) -> bool | None:
-    """True when some process holds the owner lock, False when none does, None when unknown."""
+    """True when some process holds the owner lock, False when none does, None when unknown. The probe is a
+    shared lock taken and dropped at once, so it never makes an owner starting meanwhile fail."""
     if not HAVE_FLOCK:  # pragma: no cover - Windows
         return None
     if not lock_path(data_dir).exists():
         return False
-    fd = os.open(lock_path(data_dir), os.O_RDWR)
+    fd = os.open(lock_path(data_dir), os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
     finally:

@@ -188,5 +188,6 @@ class SessionStore:
             return {str(status): int(count) for status, count in await cur.fetchall()}
 
     async def reclaim_space(self, *, convert: bool = False) -> int:
-        """Give sessions.db's free pages back to the file system (it also holds the events)."""
-        return await reclaim_space(self._conn, convert=convert)
+        """Give sessions.db's free pages back to the file system (it also holds the events). Its WAL is
+        checkpointed PASSIVE (never waiting for a reader: this runs on every delete) unless `convert` (gc)."""
+        return await reclaim_space(self._conn, convert=convert, checkpoint="TRUNCATE" if convert else "PASSIVE")

@@ -5,7 +5,9 @@ content_store.py), checkpoints (`checkpoints.db`, see checkpoints.py). Every one
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+from typing import Literal
 
 import aiosqlite
 
@@ -89,12 +91,41 @@ async def _pragma_int(conn: aiosqlite.Connection, name: str) -> int:
     return int(row[0]) if row else 0
 
 
-async def reclaim_space(conn: aiosqlite.Connection, *, convert: bool = False) -> int:
+CheckpointMode = Literal["PASSIVE", "TRUNCATE"]
+
+
+def _checkpoint(conn: sqlite3.Connection, mode: CheckpointMode) -> tuple[int, int, int] | None:
+    """In the connection's thread, start to end: a checkpoint whose cursor stayed open across an `await` was a
+    write statement in progress, and every group commit that ran meanwhile failed its COMMIT (issue 22)."""
+    row = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+    return (int(row[0]), int(row[1]), int(row[2])) if row else None
+
+
+async def checkpoint_wal(conn: aiosqlite.Connection, mode: CheckpointMode = "PASSIVE") -> bool:
+    """Copy the WAL back into the database file (TRUNCATE: and cut the WAL to nothing). Maintenance only: it
+    never fails its caller. SQLite refuses it ("database table is locked") while a statement of the same
+    connection is reading, and TRUNCATE also waits out other connections' readers (busy_timeout); then a
+    PASSIVE one is tried, and what is left is done by a later checkpoint (SQLite's own, every 1,000 pages).
+    Returns whether a checkpoint ran."""
+    for attempt in (mode, "PASSIVE") if mode != "PASSIVE" else (mode,):
+        try:
+            # aiosqlite's own way of running a function in the connection's thread (as execute() does)
+            await conn._execute(_checkpoint, conn._conn, attempt)  # type: ignore[no-untyped-call]
+            return True
+        except sqlite3.OperationalError as exc:
+            log.info("wal_checkpoint_deferred", mode=attempt, reason=str(exc))
+    return False
+
+
+async def reclaim_space(
+    conn: aiosqlite.Connection, *, convert: bool = False, checkpoint: CheckpointMode = "TRUNCATE"
+) -> int:
     """Give the file's free pages back to the file system; returns the bytes the file shrank by.
 
     A file made with auto_vacuum=INCREMENTAL does it page by page (`PRAGMA incremental_vacuum`). A file made
     before that (auto_vacuum=NONE) can only shrink by a full VACUUM, which rewrites it: that happens only
     when `convert` is set (`research-tool gc`), and it switches the file to INCREMENTAL for good.
+    `checkpoint`: how the WAL is then written back (checkpoint_wal; PASSIVE never waits for anyone).
     """
     page_size = await _pragma_int(conn, "page_size")
     before = await _pragma_int(conn, "page_count")
@@ -108,6 +139,6 @@ async def reclaim_space(conn: aiosqlite.Connection, *, convert: bool = False) ->
         await conn.execute("VACUUM")
         log.info("sqlite_vacuumed", pages_before=before)
     await conn.commit()
-    await (await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")).close()
+    await checkpoint_wal(conn, checkpoint)
     after = await _pragma_int(conn, "page_count")
     return max(0, before - after) * page_size

@@ -1,0 +1,64 @@
+"""`research-tool serve` as a real subprocess on 127.0.0.1, for tests that need a whole server process."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+START_TIMEOUT_S = 30.0
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "research_tool", *args]
+
+
+@contextmanager
+def serve(env: dict[str, str], cwd: Path, port: int, *, log: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """The server, killed on the way out; its stderr is a pipe, or the file `log` (a server that logs much
+    would block on a pipe nobody reads)."""
+    log_file = open(log, "wb") if log else None  # noqa: SIM115 - the child keeps its own copy of the descriptor
+    try:
+        process = subprocess.Popen(
+            cli("serve", "--host", "127.0.0.1", "--port", str(port)),
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file or subprocess.PIPE,
+        )
+    finally:
+        if log_file:
+            log_file.close()
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+        if process.stderr:
+            process.stderr.close()
+
+
+async def healthy(port: int) -> bool:
+    try:
+        async with httpx.AsyncClient(timeout=2, trust_env=False) as client:
+            return (await client.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+async def first_healthy(servers: dict[int, subprocess.Popen[bytes]]) -> int:
+    """The port of the first server to answer /healthz (the others may still be starting or exiting)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        for port in servers:
+            if await healthy(port):
+                return port
+        await asyncio.sleep(0.1)
+    raise AssertionError("no server came up")
