@@ -19,6 +19,7 @@ from pathlib import Path
 
 from research_tool.core.errors import ResearchToolError
 from research_tool.core.logging import get_logger
+from research_tool.core.untrusted_text import clean_text
 
 log = get_logger(__name__)
 
@@ -33,12 +34,21 @@ class DocumentParseError(ResearchToolError):
 
 @dataclass(frozen=True)
 class CorpusDocument:
-    """One searchable document. `key` is its id inside the file ("" for a one-document file)."""
+    """One searchable document. `key` is its id inside the file ("" for a one-document file).
+
+    Built by every reader, so this is where a local document's text enters: control characters (NUL...) are
+    removed here (core/untrusted_text.py)."""
 
     key: str
     title: str
     text: str
     url: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("key", "title", "text", "url"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, clean_text(value))
 
 
 class OutsideRootError(DocumentParseError):
