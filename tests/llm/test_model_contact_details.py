@@ -48,13 +48,13 @@ def hostile_extract(request: RecordedRequest) -> str:
 
 
 def hostile_reflect(request: RecordedRequest) -> str:
-    answer = json.loads(reflect_answer(sufficient_after=2)(request))
+    answer = json.loads(str(reflect_answer(sufficient_after=2)(request)))
     answer["gaps"] = [LURE, "Missing: the helpline at 1600 Fake Avenue, Springfield."]
     return json.dumps(answer)
 
 
 def hostile_synthesize(request: RecordedRequest) -> str:
-    answer = json.loads(synthesize_answer()(request))
+    answer = json.loads(str(synthesize_answer()(request)))
     first = answer["findings"][0]
     n = first["citations"][0]
     statement = first["statement"].rstrip(".")
