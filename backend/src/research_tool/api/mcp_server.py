@@ -14,21 +14,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from research_tool import __version__
 from research_tool.api.auth import is_authorized
-from research_tool.api.errors import error_response
+from research_tool.api.errors import error_response, status_for
 from research_tool.api.routes.research import check_corpus_dirs
-from research_tool.core.errors import BadInputError, ResearchToolError
+from research_tool.core.errors import ResearchToolError, ServerBusyError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.models.api import SessionAccepted, StatusResponse
 from research_tool.models.report import Report
@@ -52,14 +51,44 @@ Privacy = Literal["local_only", "hybrid", "cloud_allowed"]
 ReportFormat = Literal["md", "json", "html", "bib"]
 
 
-def _tool_error(exc: Exception) -> ToolError:
+ToolFailure = (ResearchToolError, ValidationError)
+
+
+def error_detail(exc: ResearchToolError | ValidationError) -> dict[str, Any]:
+    """What the HTTP API answers for the same failure: its status, its error body's type, message and
+    retryable, and the Retry-After seconds of a 503 for a busy server."""
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int)) or "input"
-        return ToolError(f"invalid {where}: {str(first.get('msg', 'invalid value')).removeprefix('Value error, ')}")
-    if isinstance(exc, ResearchToolError):
-        return ToolError(exc.message)
-    return ToolError(str(exc))
+        message = f"invalid {where}: {str(first.get('msg', 'invalid value')).removeprefix('Value error, ')}"
+        return {"status": 422, "type": "validation_error", "message": message, "retryable": False}
+    detail: dict[str, Any] = {
+        "status": status_for(exc),
+        "type": exc.error_type,
+        "message": exc.message,
+        "retryable": exc.retryable,
+    }
+    if isinstance(exc, ServerBusyError):
+        detail["retry_after_s"] = exc.retry_after_s
+    return detail
+
+
+def error_result(exc: ResearchToolError | ValidationError) -> CallToolResult:
+    """A tool's answer for a failure it saw coming: `is_error`, one line a model can act on (the reason and
+    when to retry), and the HTTP API's error fields as structured content. Never logged as a traceback."""
+    detail = error_detail(exc)
+    text = f"{detail['type']}: {detail['message']}"
+    if "retry_after_s" in detail:
+        text += f" (retry after {detail['retry_after_s']} s)"
+    log.info("mcp_tool_refused", status=detail["status"], error_type=detail["type"])
+    content = [TextContent(type="text", text=text)]
+    return CallToolResult(content=content, structured_content={"error": detail}, is_error=True)
+
+
+def model_result(value: BaseModel) -> CallToolResult:
+    """A successful tool answer: the model as JSON text and as structured content (its output schema)."""
+    data = value.model_dump(mode="json", by_alias=True)
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data))], structured_content=data)
 
 
 def build_request(
@@ -107,28 +136,19 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
     )
 
     def services() -> ResearchServices:
-        try:
-            return services_of()
-        except ResearchToolError as exc:
-            raise _tool_error(exc) from None
+        return services_of()
 
     async def create(request_fields: dict[str, Any]) -> str:
         svc = services()
-        try:
-            request = build_request(**request_fields)
-            check_corpus_dirs(request, svc.settings)
-            svc.validate(request)
-        except (ValidationError, BadInputError) as exc:
-            raise _tool_error(exc) from None
-        record = await svc.runner.create(request)
+        request = build_request(**request_fields)
+        check_corpus_dirs(request, svc.settings)
+        svc.validate(request)
+        record = await svc.runner.create(request)  # ServerBusyError when the server is full: nothing created
         svc.runner.submit(record.id)
         return record.id
 
-    async def call(coro: Any) -> Any:
-        try:
-            return await coro
-        except ResearchToolError as exc:
-            raise _tool_error(exc) from None
+    # Every tool answers a failure it saw coming (busy, bad input, unknown session, wrong state) as the HTTP API
+    # does (error_result), never as the SDK's bare "Error executing tool".
 
     @server.tool()
     async def research(
@@ -146,26 +166,29 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
 
         Sends a progress notification per event (phase, cycle, what was found). Takes from seconds (simple tier)
         to many minutes (deep); the session goes on if the call is cancelled (see stop_research)."""
-        session_id = await create(
-            {
-                "query": query,
-                "tier": tier,
-                "domain": domain,
-                "privacy_mode": privacy_mode,
-                "providers": providers,
-                "corpus_dirs": corpus_dirs,
-                "fetch": fetch,
-                "max_execution_time_s": max_execution_time_s,
-            }
-        )
-        svc = services()
-        async for event in svc.events.follow(session_id, 0):
-            phase = f"{event.phase}: " if event.phase else ""
-            await ctx.report_progress(float(event.seq), None, f"{phase}{event.message}")
-        record = await svc.store.get(session_id)
-        if record.status != "completed":
-            raise ToolError(f"session {session_id} {record.status}: {record.error or 'no report'}")
-        return report_result(session_id, await call(svc.runner.report(session_id)))
+        try:
+            session_id = await create(
+                {
+                    "query": query,
+                    "tier": tier,
+                    "domain": domain,
+                    "privacy_mode": privacy_mode,
+                    "providers": providers,
+                    "corpus_dirs": corpus_dirs,
+                    "fetch": fetch,
+                    "max_execution_time_s": max_execution_time_s,
+                }
+            )
+            svc = services()
+            async for event in svc.events.follow(session_id, 0):
+                phase = f"{event.phase}: " if event.phase else ""
+                await ctx.report_progress(float(event.seq), None, f"{phase}{event.message}")
+            record = await svc.store.get(session_id)
+            if record.status != "completed":
+                raise SessionStateError(f"session {session_id} {record.status}: {record.error or 'no report'}")
+            return report_result(session_id, await svc.runner.report(session_id))
+        except ToolFailure as exc:
+            return error_result(exc)
 
     @server.tool()
     async def start_research(
@@ -177,40 +200,52 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
         corpus_dirs: list[str] | None = None,
         fetch: bool = True,
         max_execution_time_s: float | None = None,
-    ) -> SessionAccepted:
+    ) -> Annotated[CallToolResult, SessionAccepted]:
         """Start a research session in the background and return its id at once (then research_status,
-        get_report)."""
-        session_id = await create(
-            {
-                "query": query,
-                "tier": tier,
-                "domain": domain,
-                "privacy_mode": privacy_mode,
-                "providers": providers,
-                "corpus_dirs": corpus_dirs,
-                "fetch": fetch,
-                "max_execution_time_s": max_execution_time_s,
-            }
-        )
-        record = await services().store.get(session_id)
-        return SessionAccepted(session_id=session_id, status=record.status)
+        get_report). A full server answers `server_busy` with the seconds to wait before retrying."""
+        try:
+            session_id = await create(
+                {
+                    "query": query,
+                    "tier": tier,
+                    "domain": domain,
+                    "privacy_mode": privacy_mode,
+                    "providers": providers,
+                    "corpus_dirs": corpus_dirs,
+                    "fetch": fetch,
+                    "max_execution_time_s": max_execution_time_s,
+                }
+            )
+            record = await services().store.get(session_id)
+            return model_result(SessionAccepted(session_id=session_id, status=record.status))
+        except ToolFailure as exc:
+            return error_result(exc)
 
     @server.tool()
-    async def research_status(session_id: str) -> StatusResponse:
+    async def research_status(session_id: str) -> Annotated[CallToolResult, StatusResponse]:
         """Where a session is: status, phase, cycle, sources, facts, saturation, stop reason."""
-        return StatusResponse.of(await call(services().store.get(session_id)))
+        try:
+            return model_result(StatusResponse.of(await services().store.get(session_id)))
+        except ToolFailure as exc:
+            return error_result(exc)
 
     @server.tool()
-    async def stop_research(session_id: str) -> SessionAccepted:
+    async def stop_research(session_id: str) -> Annotated[CallToolResult, SessionAccepted]:
         """Stop collecting now; the session still writes a report from what it found (get_report)."""
-        record = await call(services().runner.request_stop(session_id))
-        return SessionAccepted(session_id=session_id, status=record.status)
+        try:
+            record = await services().runner.request_stop(session_id)
+            return model_result(SessionAccepted(session_id=session_id, status=record.status))
+        except ToolFailure as exc:
+            return error_result(exc)
 
     @server.tool()
     async def get_report(session_id: str, format: ReportFormat = "md") -> CallToolResult:
         """A completed session's report: markdown (default) with the report JSON as structured content, or
         json, html or bib text."""
-        report = await call(services().runner.report(session_id))
+        try:
+            report = await services().runner.report(session_id)
+        except ToolFailure as exc:
+            return error_result(exc)
         if format == "md":
             return report_result(session_id, report)
         text = (

@@ -105,6 +105,8 @@ class Settings(BaseSettings):
 
     # Local documents (paths joined by os.pathsep).
     corpus_dirs: str = ""
+    # A local file larger than this is skipped by the index, with a warning (docs/local-folders-and-untrusted-text.md).
+    corpus_max_file_mb: float = Field(default=10.0, gt=0, le=4096)
 
     # Provider keys, under the providers' own names.
     tavily_api_key: SecretStr | None = Field(default=None, validation_alias="TAVILY_API_KEY")
@@ -145,6 +147,10 @@ class Settings(BaseSettings):
     def provider_rps(self, name: str, default: float) -> float:
         value = getattr(self, f"{name}_rps", None)
         return float(value) if value else default
+
+    @property
+    def corpus_max_file_bytes(self) -> int:
+        return int(self.corpus_max_file_mb * 1024 * 1024)
 
     def corpus_paths(self) -> list[Path]:
         return [Path(p) for p in self.corpus_dirs.split(os.pathsep) if p.strip()]

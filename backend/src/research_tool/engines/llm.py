@@ -81,6 +81,7 @@ from research_tool.engines.prompt_templates import (
 from research_tool.engines.quote_match import find_quote
 from research_tool.engines.structured_output import compact_schema, parse_structured
 from research_tool.engines.text.answering import select_answer
+from research_tool.engines.text.contact_details import ContactGuard
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.models.domain import DomainConfiguration, DomainName
 from research_tool.models.entities import Entity, Evidence, Fact, SourceResult, normalize_key, utc_now_iso
@@ -204,6 +205,12 @@ def clean_answer(answer: str) -> str:
             kept.append(sentence.strip())
         paragraphs.append(" ".join(kept))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(paragraphs)).strip()
+
+
+def _model_text_ok(text: str, guard: ContactGuard) -> bool:
+    """Free text a model wrote may be kept: not addressed to an assistant, and no URL, e-mail address, phone
+    number or street address that the texts behind `guard` (the sources, or the user's own words) do not hold."""
+    return not is_instruction_like(text) and guard.allows(text)
 
 
 def _ranked_facts(facts: list[Fact], limit: int) -> list[Fact]:
@@ -409,14 +416,18 @@ class LLMEngine(ReasoningEngine):
             ),
         )
 
+        asked = ContactGuard([query])  # nothing is retrieved yet: only the question's own details may appear
+
         def convert(answer: ClarifyAnswer) -> ClarifyResult:
-            questions = [q.strip() for q in answer.questions if q.strip()][: self._limits.max_questions]
+            questions = [q.strip() for q in answer.questions if q.strip() and _model_text_ok(q, asked)]
+            refined = answer.refined_query.strip()
+            reason = answer.tier_reason.strip()
             return ClarifyResult(
-                refined_query=answer.refined_query.strip(),
+                refined_query=refined if _model_text_ok(refined, asked) else query,
                 domain=domain_hint or answer.domain,
-                questions=questions,
+                questions=questions[: self._limits.max_questions],
                 tier=answer.tier,
-                tier_reason=answer.tier_reason.strip(),
+                tier_reason=reason if _model_text_ok(reason, asked) else "chosen by the model",
             )
 
         outcome = await self._ask(prompt, ClarifyAnswer, convert)
@@ -431,7 +442,13 @@ class LLMEngine(ReasoningEngine):
             for i, (q, a) in enumerate(zip_longest(questions, answers, fillvalue=""), start=1)
         )
         prompt = load_prompt("apply_answers").render(query=query, exchange=exchange or "(none)")
-        outcome = await self._ask(prompt, ApplyAnswersAnswer, lambda a: a.refined_query.strip())
+        told = ContactGuard([query, *questions, *answers])
+
+        def convert(answer: ApplyAnswersAnswer) -> str:
+            refined = answer.refined_query.strip()
+            return refined if _model_text_ok(refined, told) else " ".join([query, *answers]).strip()
+
+        outcome = await self._ask(prompt, ApplyAnswersAnswer, convert)
         if outcome.value is None:
             return await self._degrade(outcome, "apply_answers", lambda e: e.apply_answers(query, questions, answers))
         return EngineStep(value=outcome.value, tokens=outcome.tokens)
@@ -471,12 +488,14 @@ class LLMEngine(ReasoningEngine):
             max_entities=limits.max_entities_per_source,
         )
 
+        guard = ContactGuard([source.url, source.title, text])
+
         def convert(answer: ExtractAnswer) -> ExtractResult:
             facts: dict[str, Fact] = {}
             for item in answer.facts[: limits.max_facts_per_source]:
                 span = find_quote(text, item.quote)
-                if span is None or is_instruction_like(span) or is_instruction_like(item.statement):
-                    continue  # not in the source, or words addressed to an assistant: never a fact
+                if span is None or is_instruction_like(span) or not _model_text_ok(item.statement, guard):
+                    continue  # not in the source, words addressed to an assistant, or a detail the source lacks
                 statement = " ".join(item.statement.split())
                 fact_id = Fact.make_id(statement)
                 facts.setdefault(
@@ -498,7 +517,7 @@ class LLMEngine(ReasoningEngine):
             entities: dict[str, Entity] = {}
             for entity in answer.entities[: limits.max_entities_per_source]:
                 key = normalize_key(entity.name)
-                if key and key not in entities:
+                if key and key not in entities and _model_text_ok(entity.name, guard):
                     entities[key] = Entity(
                         key=key,
                         name=" ".join(entity.name.split()),
@@ -562,13 +581,15 @@ class LLMEngine(ReasoningEngine):
             failed_queries=_bullet_lines(context.failed_queries),
         )
 
+        guard = ContactGuard(part for s in context.sources for part in (s.url, s.title, s.text()))
+
         def convert(answer: ReflectAnswer) -> ReflectionOutcome:
             fresh = _unique_queries(answer.new_queries, context.queries_run, context.max_queries)
             kept, trail = self._follow_trail(context, fresh)
             response = ReflectionResponse(
                 sufficient=answer.sufficient,
                 confidence=answer.confidence,
-                gaps=[g.strip() for g in answer.gaps if g.strip()],
+                gaps=[g.strip() for g in answer.gaps if g.strip() and _model_text_ok(g, guard)],
                 new_queries=[] if answer.sufficient else kept,
                 metadata=ResponseMetadata(timestamp=utc_now_iso(), model=self.model, token_count=0),
             )

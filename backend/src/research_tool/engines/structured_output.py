@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from research_tool.core.errors import EngineOutputError
+from research_tool.core.untrusted_text import clean_value
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -81,8 +82,9 @@ def describe_validation_error(error: ValidationError) -> str:
 
 
 def parse_structured(text: str, schema: type[M]) -> M:
-    """Validate the model's answer against `schema`; `EngineOutputError` says what is wrong."""
-    payload = extract_json_object(text)
+    """Validate the model's answer against `schema`; `EngineOutputError` says what is wrong. The answer's strings
+    lose NUL and other control characters first (model output is untrusted text, core/untrusted_text.py)."""
+    payload = clean_value(extract_json_object(text))
     try:
         return schema.model_validate(payload, strict=True)
     except ValidationError as exc:

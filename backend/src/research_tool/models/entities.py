@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from research_tool.core.untrusted_text import clean_value
 
 EntityType = Literal["person", "organization", "place", "work", "concept", "date", "number", "other"]
 
@@ -30,7 +32,10 @@ class StrictModel(BaseModel):
 
 
 class SourceResult(StrictModel):
-    """One result from a provider, normalized. `url` is canonical (see providers/source_identity.py)."""
+    """One result from a provider, normalized. `url` is canonical (see providers/source_identity.py).
+
+    Its text is untrusted: NUL and other control characters are removed here, where every provider's results
+    (and the local corpus's) enter, so no store ever sees them (core/untrusted_text.py)."""
 
     url: str
     title: str
@@ -47,6 +52,11 @@ class SourceResult(StrictModel):
     # Provider rank of the result for the query that found it (1 = best), and that query.
     rank: int | None = None
     query: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_untrusted_text(cls, data: Any) -> Any:
+        return clean_value(data) if isinstance(data, dict) else data
 
     def text(self) -> str:
         """Best text available for extraction: full content if fetched, else the snippet."""

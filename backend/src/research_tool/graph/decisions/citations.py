@@ -13,6 +13,11 @@ whose polarity is flipped against the sentence never supports it. A flip is a co
 that one side negates and the other does not (a negator or downtoner up to three words before it: "not",
 "no", "never", "little", "hardly", "n't", ...), or a word of the sentence whose antonym stands in the passage
 in its place ("increases" / "decreases", "precise" / "vague").
+
+Every other piece of free text the model writes is checked too (issue 22): a sentence, finding, gap or short
+answer holding a URL, e-mail address, phone number or street address that no numbered source holds is dropped
+(engines/text/contact_details.py), editorial lines included; a gap or short answer addressed to an assistant
+(engines/text/instructions.py) is dropped as well.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from pydantic import BaseModel, ConfigDict
 
 from research_tool.core.logging import get_logger
 from research_tool.engines.base import FindingDraft, NumberedSource, SynthesisDraft
+from research_tool.engines.text.contact_details import ContactGuard
 from research_tool.engines.text.facts import clean_statement
+from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.tokens import content_stems, is_stopword, stem, words
 from research_tool.models.entities import Fact
@@ -70,6 +77,7 @@ class CitationCheck(BaseModel):
     removed_unresolvable: int = 0
     removed_unsupported: int = 0
     sentences_dropped: int = 0
+    foreign_details_dropped: int = 0  # sentences, findings, gaps and short answers with an unsourced contact detail
 
 
 @dataclass(frozen=True)
@@ -186,7 +194,15 @@ def check_citations(
 ) -> CitationCheck:
     """The draft with every unresolvable or unsupported [n] removed, and uncited claims dropped or marked."""
     index = SupportIndex(sources)
-    counts = {"unresolvable": 0, "unsupported": 0, "dropped": 0}
+    guard = ContactGuard(part for ns in sources for part in (ns.source.url, ns.source.title, ns.source.text()))
+    counts = {"unresolvable": 0, "unsupported": 0, "dropped": 0, "foreign": 0}
+
+    def sourced(text: str) -> bool:
+        """False (and counted) when `text` holds a contact detail that no source holds."""
+        if guard.allows(text):
+            return True
+        counts["foreign"] += 1
+        return False
 
     def keep(n: int, sentence: str) -> bool:
         if not index.resolves(n):
@@ -199,12 +215,15 @@ def check_citations(
 
     paragraphs = []
     for paragraph in draft.answer.split("\n"):
-        paragraphs.append(_check_paragraph(paragraph, keep, counts, on_uncited))
+        paragraphs.append(_check_paragraph(paragraph, keep, sourced, counts, on_uncited))
     answer = "\n".join(paragraphs).strip()
     answer = re.sub(r"\n{3,}", "\n\n", answer)
 
     findings: list[FindingDraft] = []
     for finding in draft.findings:
+        if not sourced(finding.statement):
+            counts["dropped"] += 1
+            continue
         statement_markers = [int(n) for n in MARKER_RE.findall(finding.statement)]
         cited = list(dict.fromkeys([*finding.citations, *statement_markers]))
         kept = [n for n in cited if keep(n, finding.statement)]
@@ -213,23 +232,38 @@ def check_citations(
             continue
         statement = _rewrite_markers(finding.statement, set(kept))
         findings.append(FindingDraft(statement=statement, citations=sorted(kept)))
+    gaps = [gap for gap in draft.gaps if not is_instruction_like(gap) and sourced(gap)]
+    short_answer = draft.short_answer
+    if short_answer is not None and (is_instruction_like(short_answer) or not sourced(short_answer)):
+        short_answer = None
     result = CitationCheck(
-        draft=draft.model_copy(update={"answer": answer, "findings": findings, "gaps": list(draft.gaps)}),
+        draft=draft.model_copy(
+            update={"answer": answer, "findings": findings, "gaps": gaps, "short_answer": short_answer}
+        ),
         removed_unresolvable=counts["unresolvable"],
         removed_unsupported=counts["unsupported"],
         sentences_dropped=counts["dropped"],
+        foreign_details_dropped=counts["foreign"],
     )
-    if counts["unresolvable"] or counts["unsupported"] or counts["dropped"]:
+    if any(counts.values()):
         log.info("citations_checked", **counts)
     return result
 
 
-def _check_paragraph(paragraph: str, keep, counts: dict[str, int], on_uncited: str) -> str:  # type: ignore[no-untyped-def]
-    if not paragraph.strip() or _EDITORIAL_RE.match(paragraph):
+def _check_paragraph(paragraph: str, keep, sourced, counts: dict[str, int], on_uncited: str) -> str:  # type: ignore[no-untyped-def]
+    if not paragraph.strip():
         return paragraph
+    if _EDITORIAL_RE.match(paragraph):
+        if sourced(paragraph):
+            return paragraph
+        counts["dropped"] += 1
+        return ""
     prefix = re.match(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?", paragraph).group(0)  # type: ignore[union-attr]
     out: list[str] = []
     for sentence in _answer_sentences(paragraph[len(prefix) :]):
+        if not sourced(sentence):
+            counts["dropped"] += 1  # an unsourced URL, phone number, e-mail or street address: never kept
+            continue
         if _EDITORIAL_RE.match(sentence):
             out.append(sentence)
             continue

@@ -36,6 +36,7 @@ from research_tool.core.errors import (
 )
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
+from research_tool.core.untrusted_text import clean_text
 from research_tool.providers.fetching.browser import BrowserRenderer, Subresource, browser_unavailable_reason
 from research_tool.providers.fetching.obstacles import is_captcha_page, is_paywalled
 from research_tool.providers.fetching.url_guard import Resolver, UrlGuard
@@ -70,6 +71,12 @@ class FetchedPage:
     text: str  # main text, extracted
     content_type: str
     backend: str  # "httpx" | "playwright"
+
+    def __post_init__(self) -> None:
+        """A fetched page's text enters here: control characters (NUL...) removed (core/untrusted_text.py)."""
+        object.__setattr__(self, "text", clean_text(self.text))
+        if self.title is not None:
+            object.__setattr__(self, "title", clean_text(self.title))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from research_tool.core.errors import ResearchToolError
 from research_tool.core.logging import get_logger
+from research_tool.core.untrusted_text import clean_text
 
 log = get_logger(__name__)
 
@@ -33,12 +35,21 @@ class DocumentParseError(ResearchToolError):
 
 @dataclass(frozen=True)
 class CorpusDocument:
-    """One searchable document. `key` is its id inside the file ("" for a one-document file)."""
+    """One searchable document. `key` is its id inside the file ("" for a one-document file).
+
+    Built by every reader, so this is where a local document's text enters: control characters (NUL...) are
+    removed here (core/untrusted_text.py)."""
 
     key: str
     title: str
     text: str
     url: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("key", "title", "text", "url"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, clean_text(value))
 
 
 class OutsideRootError(DocumentParseError):
@@ -57,17 +68,32 @@ def resolves_inside(path: Path, root: Path) -> bool:
     return real == real_root or real.is_relative_to(real_root)
 
 
-def read_bytes_inside(path: Path, root: Path) -> bytes:
-    """The bytes of `path`, refusing any file whose real path leaves `root`.
+class NotRegularFileError(DocumentParseError):
+    """A FIFO, socket or device under a corpus folder: never opened for reading (a FIFO would block forever)."""
+
+    error_type = "not_a_regular_file"
+
+
+class FileTooLargeError(DocumentParseError):
+    """A file over RESEARCH_CORPUS_MAX_FILE_MB: skipped, so one huge file cannot exhaust memory or time."""
+
+    error_type = "file_too_large"
+
+
+def read_bytes_inside(path: Path, root: Path, *, max_bytes: int | None = None) -> bytes:
+    """The bytes of `path`, refusing any file whose real path leaves `root`, any file that is not a regular file,
+    and (with `max_bytes`) any file longer than that.
 
     The check is made again at read time (a file may be swapped for a symlink after the walk saw it):
     the resolved path is checked, then opened with O_NOFOLLOW and compared by inode with what was
-    checked, so a symlink planted in between is refused too.
+    checked, so a symlink planted in between is refused too. It is opened with O_NONBLOCK, so a FIFO swapped in
+    does not block the open, and refused by the opened descriptor's type; at most `max_bytes + 1` bytes are read,
+    so a file that grew after the walk is refused without being read whole.
     """
     if not resolves_inside(path, root):
         raise OutsideRootError(f"{path} resolves outside its corpus folder {root}")
     real = path.resolve(strict=True)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(real, flags)
     except OSError as exc:
@@ -79,7 +105,16 @@ def read_bytes_inside(path: Path, root: Path) -> bytes:
         checked = real.stat()
         if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino) or not resolves_inside(path, root):
             raise OutsideRootError(f"{path} changed while being read")
-        return handle.read()
+        if not stat.S_ISREG(opened.st_mode):
+            raise NotRegularFileError(f"{path} is not a regular file")
+        if max_bytes is None:
+            return handle.read()
+        if opened.st_size > max_bytes:
+            raise FileTooLargeError(f"{path} is over the size limit ({opened.st_size} > {max_bytes} bytes)")
+        data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise FileTooLargeError(f"{path} grew over the size limit ({max_bytes} bytes) while being read")
+        return data
 
 
 def decode_text(data: bytes) -> str:

@@ -15,13 +15,17 @@ Layout of the index file:
 Ranking is FTS5's bm25() with column weights (title counts `title_weight` times a body hit). FTS5
 fixes k1=1.2 and b=0.75; the weights and the query (stopwords, OR of terms) are what we tune. A
 search over several collections merges their hits by score.
-Every SQLite call is blocking and runs in `asyncio.to_thread`; each call opens its own connection,
-and the file is in WAL mode, so concurrent readers never wait for each other or for the writer.
+Every SQLite call is blocking and runs in the index's own thread pool (index_pool.py: bounded, fair between
+folders, and a call stops when its caller is cancelled); each call opens its own connection, and the file is in
+WAL mode, so concurrent readers never wait for each other or for the writer.
+
+Only regular files are read (a FIFO, socket or device is skipped: a FIFO would block the walk forever), and
+none larger than RESEARCH_CORPUS_MAX_FILE_MB (skipped with a warning), so indexing holds at most one such file
+in memory at a time.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import re
@@ -32,6 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, fields
 from pathlib import Path
+from stat import S_ISREG
 from urllib.parse import quote
 
 from research_tool.core.errors import BadInputError
@@ -41,12 +46,15 @@ from research_tool.core.stopwords import STOPWORDS
 from research_tool.providers.local_corpus.documents import (
     CorpusDocument,
     DocumentParseError,
+    FileTooLargeError,
+    NotRegularFileError,
     OutsideRootError,
     is_supported,
     read_bytes_inside,
     read_documents,
     resolves_inside,
 )
+from research_tool.providers.local_corpus.index_pool import Cancel, run_in_index_pool
 
 log = get_logger(__name__)
 
@@ -56,6 +64,11 @@ DEFAULT_BODY_WEIGHT = 1.0
 DEFAULT_NAMES_WEIGHT = 3.0  # the parts of the title's compound names count as title words
 MAX_QUERY_TERMS = 64
 SNIPPET_TOKENS = 40
+# FTS5's snippet() takes time quadratic in the query's hits in a document (8 s for 20,000 words that all match,
+# minutes for a few hundred KB), and no interrupt reaches it while it runs: it is asked only of documents up to
+# this long; a longer one gets `long_snippet`, linear, over its first _SNIPPET_SCAN_CHARS characters.
+FTS_SNIPPET_MAX_CHARS = 20_000
+_SNIPPET_SCAN_CHARS = 1_000_000
 _COMMIT_EVERY_FILES = 200
 _COMMIT_EVERY_DOCS = 5_000
 _OPTIMIZE_AFTER_DOCS = 1_000
@@ -100,6 +113,7 @@ class IndexStats:
     files_unchanged: int = 0
     files_removed: int = 0
     files_failed: int = 0
+    files_skipped: int = 0  # not regular files (FIFO, socket, device) or over the size limit
     files_read: int = 0  # files whose bytes were read (size or mtime changed, or new)
     files_parsed: int = 0  # files whose content hash changed, so they were parsed
     docs_added: int = 0
@@ -175,6 +189,13 @@ def _prefix_bounds(root: str) -> tuple[str, str]:
     return low, low[:-1] + chr(ord(os.sep) + 1)
 
 
+def _folder_key(folders: Sequence[Path | str] | None) -> str:
+    """Which folders a call works on, for the index pool's per-folder share ("*": every folder)."""
+    if folders is None:
+        return "*"
+    return "\n".join(sorted(os.path.abspath(os.path.expanduser(str(f))) for f in folders))
+
+
 def _walk_supported(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
     """Supported files under `root` (a folder or one file), skipping hidden files and folders.
 
@@ -212,8 +233,11 @@ class CorpusIndex:
         title_weight: float = DEFAULT_TITLE_WEIGHT,
         body_weight: float = DEFAULT_BODY_WEIGHT,
         names_weight: float = DEFAULT_NAMES_WEIGHT,
+        max_file_bytes: int | None = None,
     ) -> None:
         self.db_path = Path(db_path) if db_path is not None else get_settings().db_path("local_index.db")
+        # Files larger than this are skipped (default: RESEARCH_CORPUS_MAX_FILE_MB).
+        self.max_file_bytes = max_file_bytes if max_file_bytes is not None else get_settings().corpus_max_file_bytes
         self.title_weight = float(title_weight)
         self.body_weight = float(body_weight)
         self.names_weight = float(names_weight)
@@ -282,9 +306,9 @@ class CorpusIndex:
 
     async def index_folder(self, path: Path | str) -> IndexStats:
         """Bring the index up to date with a folder (or one file): add, update and remove documents."""
-        return await asyncio.to_thread(self.index_folder_sync, path)
+        return await run_in_index_pool(_folder_key([path]), lambda cancel: self.index_folder_sync(path, cancel=cancel))
 
-    def index_folder_sync(self, path: Path | str) -> IndexStats:
+    def index_folder_sync(self, path: Path | str, *, cancel: Cancel | None = None) -> IndexStats:
         root = Path(path).expanduser()
         if not root.exists():
             raise BadInputError(f"corpus folder not found: {root}")
@@ -301,6 +325,8 @@ class CorpusIndex:
                 collection = self._collection_for(conn, str(root))
                 seen: set[str] = set()
                 for file_path, stat in _walk_supported(root):
+                    if cancel is not None:
+                        cancel.check()  # the caller went away: stop before the next file (committed work stays)
                     key = str(file_path)
                     seen.add(key)
                     self._index_file(conn, root, file_path, stat, known.get(key), stats, pending, collection)
@@ -372,8 +398,15 @@ class CorpusIndex:
             stats.files_unchanged += 1
             stats.docs_unchanged += known.doc_count
             return
+        if not S_ISREG(stat.st_mode) or stat.st_size > self.max_file_bytes:
+            self._skip_file(conn, key, stat, known, stats)
+            return
         try:
-            data = read_bytes_inside(path, root)
+            data = read_bytes_inside(path, root, max_bytes=self.max_file_bytes)
+        except (NotRegularFileError, FileTooLargeError) as exc:  # swapped or grown after the walk saw it
+            log.warning("local_file_skipped", file=key, reason=exc.error_type, error=exc.message)
+            self._skip_file(conn, key, None, known, stats, logged=True)
+            return
         except OutsideRootError as exc:
             log.warning("local_file_outside_root", file=key, root=str(root), error=exc.message)
             stats.files_failed += 1
@@ -419,6 +452,26 @@ class CorpusIndex:
         pending.files += 1
         pending.docs += written
         pending.total_docs_written += written
+
+    def _skip_file(
+        self,
+        conn: sqlite3.Connection,
+        key: str,
+        stat: os.stat_result | None,
+        known: _FileRow | None,
+        stats: IndexStats,
+        *,
+        logged: bool = False,
+    ) -> None:
+        """A file the index does not read (not a regular file, or over the size limit): counted, logged, and
+        whatever it held before removed."""
+        if not logged and stat is not None:
+            reason = "not_a_regular_file" if not S_ISREG(stat.st_mode) else "file_too_large"
+            log.warning("local_file_skipped", file=key, reason=reason, size=stat.st_size, max_bytes=self.max_file_bytes)
+        stats.files_skipped += 1
+        if known is not None:
+            stats.docs_removed += self._delete_file(conn, key)
+            stats.files_removed += 1
 
     def _replace_documents(
         self,
@@ -507,9 +560,20 @@ class CorpusIndex:
         self, query: str, *, roots: Sequence[Path | str] | None = None, limit: int = 10
     ) -> list[CorpusHit]:
         """Ranked documents for free text, restricted to documents under `roots` when given."""
-        return await asyncio.to_thread(self.search_sync, query, roots=roots, limit=limit)
+        return await run_in_index_pool(
+            _folder_key(roots), lambda cancel: self.search_sync(query, roots=roots, limit=limit, cancel=cancel)
+        )
 
-    def search_sync(self, query: str, *, roots: Sequence[Path | str] | None = None, limit: int = 10) -> list[CorpusHit]:
+    def search_sync(
+        self,
+        query: str,
+        *,
+        roots: Sequence[Path | str] | None = None,
+        limit: int = 10,
+        cancel: Cancel | None = None,
+    ) -> list[CorpusHit]:
+        """The ranked hits; with `cancel`, a statement in progress is aborted once it is set (FTS5's `snippet()`
+        over a document dense with the query's terms can take minutes)."""
         match = build_match_query(query)
         if match is None or limit <= 0:
             return []
@@ -518,8 +582,10 @@ class CorpusIndex:
             return []
         clause, params = self._roots_clause(root_strs)
         with closing(self._connect()) as conn:
+            if cancel is not None:
+                cancel.watch(conn)
             ranked: list[tuple[int, float]] = []
-            details: dict[int, tuple[str, str, str, str, str, str]] = {}
+            details: dict[int, tuple[str, str, str, str, str, str | None]] = {}
             for collection in self._collections(conn, root_strs):
                 table = _fts_table(collection)
                 rows = conn.execute(
@@ -538,7 +604,8 @@ class CorpusIndex:
                 for row in conn.execute(
                     f"""
                     SELECT f.rowid, d.path, d.doc_key, d.url, f.title, f.body,
-                           snippet({table}, 1, '', '', ' … ', {SNIPPET_TOKENS})
+                           CASE WHEN length(f.body) <= {FTS_SNIPPET_MAX_CHARS}
+                                THEN snippet({table}, 1, '', '', ' … ', {SNIPPET_TOKENS}) END
                     FROM {table} f JOIN docs d ON d.id = f.rowid
                     WHERE {table} MATCH ? AND f.rowid IN ({placeholders})
                     """,
@@ -551,6 +618,8 @@ class CorpusIndex:
         hits: list[CorpusHit] = []
         for rank, (row_id, score) in enumerate(ranked, start=1):
             path, doc_key, url, title, body, snippet = details[row_id]
+            if snippet is None:
+                snippet = long_snippet(body, match)
             location = _location(path, doc_key, root_strs)
             hits.append(
                 CorpusHit(
@@ -590,6 +659,49 @@ class CorpusIndex:
             parts.append("(d.path = ? OR (d.path >= ? AND d.path < ?))")
             params.extend((root, low, high))
         return "(" + " OR ".join(parts) + ")", params
+
+
+def long_snippet(body: str, match: str, tokens: int = SNIPPET_TOKENS) -> str:
+    """A snippet of a long document in linear time: the run of `tokens` words holding the most distinct query
+    terms (then the most hits) within its first _SNIPPET_SCAN_CHARS characters. A word counts for a term when
+    their first five letters agree (a rough stand-in for the porter stemmer FTS5 matches with)."""
+    text = body[:_SNIPPET_SCAN_CHARS]
+    term_ids = {term[:5]: i for i, term in enumerate(re.findall(r'"([^"]+)"', match))}
+    starts: list[int] = []
+    ends: list[int] = []
+    hits: list[int] = []  # term id of each word, -1 for none
+    for found in _TOKEN.finditer(text):
+        word = found.group().casefold()
+        starts.append(found.start())
+        ends.append(found.end())
+        hits.append(term_ids.get(word[:5], -1) if len(word) >= 5 else term_ids.get(word, -1))
+    if not starts:
+        return text[:200]
+    counts = [0] * len(term_ids)
+    distinct = total = 0
+    best = (-1, -1, 0)
+    for i, term in enumerate(hits):
+        if term >= 0:
+            distinct += counts[term] == 0
+            counts[term] += 1
+            total += 1
+        left = i - tokens
+        if left >= 0 and hits[left] >= 0:
+            counts[hits[left]] -= 1
+            distinct -= counts[hits[left]] == 0
+            total -= 1
+        first = max(0, left + 1)
+        if (distinct, total) > best[:2]:
+            best = (distinct, total, first)
+    first = best[2]
+    inside = [j for j in range(first, min(len(hits), first + tokens)) if hits[j] >= 0]
+    if inside:  # the window's hits in its middle, as snippet() places them
+        first = max(0, min((inside[0] + inside[-1]) // 2 - tokens // 2, len(starts) - tokens))
+    last = min(len(starts), first + tokens) - 1
+    snippet = text[starts[first] : ends[last]]
+    prefix = "… " if first > 0 else ""
+    suffix = " …" if last < len(starts) - 1 or len(body) > len(text) else ""
+    return prefix + snippet + suffix
 
 
 def _location(path: str, doc_key: str, roots: Sequence[str] | None) -> str:

@@ -79,7 +79,9 @@ class LocalProvider(SearchProvider):
     @property
     def index(self) -> CorpusIndex:
         if self._index is None:
-            self._index = CorpusIndex(self.settings.db_path(INDEX_FILE))
+            self._index = CorpusIndex(
+                self.settings.db_path(INDEX_FILE), max_file_bytes=self.settings.corpus_max_file_bytes
+            )
         return self._index
 
     def unavailable_reason(self) -> str | None:
