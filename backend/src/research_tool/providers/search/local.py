@@ -22,11 +22,12 @@ from research_tool.core.settings import Settings
 from research_tool.models.entities import SourceResult
 from research_tool.providers.base import Privacy, SearchProvider, SourceKind
 from research_tool.providers.local_corpus.index import CorpusHit, CorpusIndex, IndexStats
+from research_tool.providers.local_corpus.indexed_folders import local_folders
 
 log = get_logger(__name__)
 
 INDEX_FILE = "local_index.db"
-NO_FOLDER_REASON = "no corpus folder configured (set RESEARCH_CORPUS_DIRS or pass --corpus DIR)"
+NO_FOLDER_REASON = "no corpus folder: index one with `research-tool index DIR` (or set RESEARCH_CORPUS_DIRS)"
 # A document longer than this is cut (at a paragraph or sentence end) in `full_content`; the whole
 # text stays searchable. It keeps checkpoints small when a folder holds book-length PDFs.
 MAX_CONTENT_CHARS = 100_000
@@ -71,7 +72,7 @@ class LocalProvider(SearchProvider):
         index: CorpusIndex | None = None,
     ) -> None:
         super().__init__(settings, client)
-        dirs = settings.corpus_paths() if corpus_dirs is None else corpus_dirs
+        dirs = local_folders(settings) if corpus_dirs is None else corpus_dirs
         self.corpus_dirs: list[Path] = [Path(d).expanduser() for d in dirs]
         self._index = index
         self._index_lock: asyncio.Lock | None = None
