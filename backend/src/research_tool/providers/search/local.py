@@ -148,3 +148,15 @@ class LocalProvider(SearchProvider):
             rank=hit.rank,
             query=query,
         )
+
+
+async def indexed_texts(settings: Settings, urls: Sequence[str]) -> dict[str, str]:
+    """Each local document's text as a session reads it (`full_content`: cut like the provider's results), from
+    the data dir's index; a url the index does not hold is left out."""
+    if not urls:
+        return {}
+    index_path = settings.db_path(INDEX_FILE)
+    if not index_path.exists():
+        return {}
+    texts = await CorpusIndex(index_path).texts(urls)
+    return {url: truncate_text(text) for url, text in texts.items()}
