@@ -9,6 +9,8 @@ nothing leaves the host.
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from research_tool.core.settings import PROVIDER_NAMES
@@ -69,6 +71,13 @@ def test_a_run_with_no_network_uses_the_indexed_folder_and_names_the_failed_prov
     for name in failed:
         assert reason.count(f"{name}:") == 1
     assert "host not found (DNS)" in reason
+
+    # the event log: one event per provider and cycle for the refused searches, not one per search
+    with closing(sqlite3.connect(data / "sessions.db")) as db:
+        errors = [json.loads(d) for (d,) in db.execute("SELECT data FROM events WHERE type = 'provider_error'")]
+    refused = [(e["provider"], e["iteration"]) for e in errors if e["error_type"] == "circuit_open"]
+    assert refused and len(refused) == len(set(refused))
+    assert sum(e.get("refused", 0) for e in errors) == sum(f["reasons"].get("circuit_open", 0) for f in failed.values())
 
     shown = run_cli(data, "show", report["session_id"][:12], "--format", "md")
     assert shown.returncode == 0, shown.stderr
