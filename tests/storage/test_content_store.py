@@ -1,9 +1,11 @@
-"""Item 11: page text lives in a content store shared by the sessions of a data dir, not in the graph state."""
+"""Item 11: page text lives in a content store shared by the sessions of a data dir, not in the graph state;
+issue 24: a local document's text is referenced from the corpus index, not copied, and checkpoints are compressed."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import zlib
 from contextlib import closing
 from pathlib import Path
 
@@ -11,6 +13,9 @@ from research_tool.core.settings import Settings
 from research_tool.graph.nodes.page_text import store_page_text, with_page_text
 from research_tool.models.request import ResearchRequest
 from research_tool.models.state import merge_sources
+from research_tool.providers.local_corpus.index import CorpusIndex
+from research_tool.providers.search.local import INDEX_FILE
+from research_tool.runtime.checkpoints import COMPRESSED_PREFIX
 from research_tool.runtime.content_store import ContentStore, content_key
 from tests.support.sessions import assert_citations_resolve, run_session
 
@@ -28,36 +33,79 @@ def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
         return list(conn.execute(sql).fetchall())
 
 
-async def test_state_keeps_key_and_length_and_the_same_page_is_stored_once(
-    settings: Settings, small_corpus: Path
-) -> None:
+def _checkpoint_blobs(data_dir: Path) -> list[bytes]:
+    """Every checkpoint and write blob, decompressed as the saver reads it."""
+    db = data_dir / "checkpoints.db"
+    typed = _rows(db, "SELECT type, checkpoint FROM checkpoints") + _rows(db, "SELECT type, value FROM writes")
+    blobs: list[bytes] = []
+    for kind, blob in typed:
+        if not blob:
+            continue
+        data = bytes(blob)  # type: ignore[arg-type]
+        blobs.append(zlib.decompress(data) if str(kind).startswith(COMPRESSED_PREFIX) else data)
+    return blobs
+
+
+async def test_local_documents_are_referenced_from_the_index_not_copied(settings: Settings, small_corpus: Path) -> None:
     first = await run_session(settings, _request(small_corpus))
     assert first.record.status == "completed" and first.report is not None
     assert_citations_resolve(first.report, first.state)  # text came back for extraction and the citation check
-    assert first.report["findings"], "facts were extracted from the stored text"
+    assert first.report["findings"], "facts were extracted from the referenced text"
 
     sources = first.state["sources"]
     with_text = [s for s in sources.values() if s.get("content_key")]
     assert with_text, "local documents arrive with their text"
     assert all(not s.get("full_content") for s in sources.values()), "page text left the graph state"
+    assert all(s.get("content_ref") == "local" for s in with_text)
     content_db = settings.data_dir / "content.db"
-    stored = {(str(u), str(k)): int(n) for u, k, n in _rows(content_db, "SELECT url, sha256, length FROM page_text")}
+    assert _rows(content_db, "SELECT COUNT(*) FROM page_text")[0][0] == 0, "no copy of what the index holds"
+    indexed = await CorpusIndex(settings.data_dir / INDEX_FILE).texts([s["url"] for s in with_text])
     for source in with_text:
-        assert stored[(source["url"], source["content_key"])] == source["content_length"]
+        assert content_key(indexed[source["url"]]) == source["content_key"]
+        assert len(indexed[source["url"]]) == source["content_length"]
 
-    # The checkpoints hold no page text: a long sentence of a stored page is nowhere in them.
-    _, key = next(iter(stored))
-    text = str(_rows(content_db, f"SELECT text FROM page_text WHERE sha256 = '{key}'")[0][0])
+    # The checkpoints hold no page text: a long sentence of a document is nowhere in them.
+    text = indexed[with_text[0]["url"]]
     probe = max(text.split(". "), key=len)[:200].encode()
-    blobs = _rows(settings.data_dir / "checkpoints.db", "SELECT checkpoint FROM checkpoints")
-    blobs += _rows(settings.data_dir / "checkpoints.db", "SELECT value FROM writes")
-    assert len(probe) > 40 and not any(probe in bytes(b[0]) for b in blobs if b[0])
+    blobs = _checkpoint_blobs(settings.data_dir)
+    assert len(probe) > 40 and blobs and not any(probe in b for b in blobs)
+    assert any(with_text[0]["url"].encode() in b for b in blobs), "the decompressed blobs are what was searched"
 
-    second = await run_session(settings, _request(small_corpus))
-    assert second.record.status == "completed"
-    assert _rows(content_db, "SELECT COUNT(*) FROM page_text")[0][0] == len(stored), "same pages, stored once"
-    refs = _rows(content_db, "SELECT session_id, COUNT(*) FROM page_text_refs GROUP BY session_id")
-    assert {sid for sid, _ in refs} == {first.record.id, second.record.id}
+
+async def test_a_local_document_edited_since_is_read_as_gone(tmp_path: Path) -> None:
+    from research_tool.engines.offline import OfflineEngine
+    from research_tool.graph.context import ResearchContext
+    from research_tool.providers.gateway import SearchGateway
+    from research_tool.providers.search.local import LocalProvider
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "kettle.md"
+    doc.write_text("# Kettles\n\nA bimetallic strip switches the kettle off when the steam reaches it.\n")
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    store = await ContentStore.open(tmp_path / "data" / "content.db")
+    try:
+        ctx = ResearchContext(
+            session_id="s",
+            settings=settings,
+            engine=OfflineEngine(),  # type: ignore[call-arg]
+            gateway=SearchGateway(),
+            client=None,
+            page_texts=store,  # type: ignore[arg-type]
+        )
+        provider = LocalProvider(settings, None, corpus_dirs=[folder])  # type: ignore[arg-type]
+        [hit] = await provider.search("bimetallic kettle")
+        entry = {**hit.model_dump(mode="json"), "found_by": ["local"]}
+        stored = await store_page_text(ctx, {hit.url: entry})
+        assert stored[hit.url]["content_ref"] == "local" and await store.stats() == (0, 0)
+        assert (await with_page_text(ctx, stored))[hit.url]["full_content"] == hit.full_content
+
+        doc.write_text("# Kettles\n\nRewritten: a thermostat switches it off.\n")
+        await provider.ensure_indexed(force=True)
+        again = (await with_page_text(ctx, stored))[hit.url]
+        assert not again.get("full_content") and again["snippet"] == hit.snippet  # as a page that could not be read
+    finally:
+        await store.aclose()
 
 
 async def test_content_store_round_trip_and_release(tmp_path: Path) -> None:

@@ -36,6 +36,8 @@ async def _complete(services: ResearchServices, request: ResearchRequest) -> str
     record = await services.runner.create(request)
     services.runner.launch(record.id)
     assert (await services.runner.wait(record.id)).status == "completed"
+    # the text of a fetched web page (the local documents' text is referenced from the index, not stored)
+    await services.content.put_many(record.id, {f"https://example.org/{record.id}": f"A page read by {record.id}."})
     return record.id
 
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from research_tool.models.events import Event
     from research_tool.models.request import ResearchRequest
     from research_tool.models.sessions import SessionRecord
+    from research_tool.providers.base import SearchProvider
     from research_tool.runtime.composition import ResearchServices
     from research_tool.runtime.stores import EventLogProtocol
 
@@ -828,6 +829,14 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def local_folders_row(provider: SearchProvider) -> dict[str, list[str]]:
+    """`providers`' extra field for `local`: the folders it searches (indexed by `research-tool index`, and
+    RESEARCH_CORPUS_DIRS); nothing for the others."""
+    from research_tool.providers.search.local import LocalProvider
+
+    return {"folders": [str(d) for d in provider.corpus_dirs]} if isinstance(provider, LocalProvider) else {}
+
+
 async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.models.domain import DOMAINS
     from research_tool.providers.http_client import create_http_client
@@ -854,6 +863,7 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
                     "privacy": provider.privacy,
                     "reason": provider.unavailable_reason(),
                     "score": ranking.get(name),
+                    **local_folders_row(provider),
                 }
             )
     if args.json:
@@ -874,7 +884,8 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
         ]
         if args.domain:
             cells.append("" if row["score"] is None else f"{row['score']:.2f}")
-        table.add_row(*cells, Text(row["reason"] or ""))
+        note = row["reason"] or ("folders: " + ", ".join(row["folders"]) if row.get("folders") else "")
+        table.add_row(*cells, Text(note))
     Console(highlight=False).print(table)
     return EXIT_OK
 
@@ -1065,7 +1076,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except ValidationError as exc:
         stderr.print(Text(f"research-tool: error: configuration: {validation_message(exc)}"))
         return EXIT_BAD_INPUT
-    configure_logging(settings.log_format, os.environ.get("RESEARCH_LOG_LEVEL", "WARNING"))
+    # a session's provider warnings are in its report and events, not between the progress lines (-v shows them)
+    quiet = args.command in ("run", "resume") and not args.verbose
+    configure_logging(settings.log_format, os.environ.get("RESEARCH_LOG_LEVEL", "ERROR" if quiet else "WARNING"))
     try:
         if args.command == "serve":
             return cmd_serve(args, settings)

@@ -7,6 +7,10 @@ provider (a process of its own, 10 ms per request).
    `DELETE /api/research/{id}`. Figures: checkpoint bytes per completed session (target <= 300 KB), page
    text stored, data dir size empty / after the sessions / after deleting them (target: back within 10% of
    empty).
+   Then the demo corpus (issue 24): `demo_sessions` standard sessions over the `local` provider and the demo corpus
+   (built in the work dir), one per how-to question, as `make run` runs them; figure: checkpoints + events + page
+   text per session (target <= 300 KB; 492 KB when the issue was filed, 285 KB just before its storage change:
+   233 KB checkpoints, 37 KB events, 15 KB page text).
 2. Memory: another fresh server (storage_memory_server: the same app under uvicorn, plus a memory probe)
    runs `rss_sessions` small sessions (simple tier, one cycle, json export, `concurrency` at a time) in rounds
    of `rss_step`, against a replay of its own whose pages are cut to MEMORY_PAGE_CHARS (every per-session
@@ -26,10 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +53,7 @@ from research_tool.bench.server_process import (
 )
 from research_tool.bench.session_storage import storage_per_session
 from research_tool.bench.storage_memory_server import PROBE_SIGNAL, probe_path
+from research_tool.demo_corpus import build_demo_corpus
 from research_tool.runtime.janitor import data_dir_bytes
 
 QUESTIONS = (*HOWTO_QUESTIONS[:5], HOWTO_QUESTIONS[6])  # the CSV question as the sixth
@@ -146,6 +152,53 @@ async def _disk(
         "deleted_bytes": deleted,
         "content_db_bytes": content,
         "after_delete_ratio": round(deleted / empty, 3) if empty else None,
+        **storage,
+    }
+
+
+DEMO_STORAGE_TARGET_BYTES = 300_000
+DEMO_STORAGE_BEFORE_BYTES = 492_000  # issue 24, as filed
+DEMO_STORAGE_BEFORE_CHANGE = {"checkpoints": 232_635, "events": 37_241, "page_text": 15_347}  # 8 sessions, 2026-11
+
+
+def _page_text_bytes(data_dir: Path) -> tuple[int, int]:
+    """(rows, text bytes) of the page text store."""
+    with closing(sqlite3.connect(f"file:{data_dir / 'content.db'}?mode=ro", uri=True)) as db:
+        rows, size = db.execute("SELECT COUNT(*), COALESCE(SUM(LENGTH(text)), 0) FROM page_text").fetchone()
+    return int(rows), int(size)
+
+
+async def _demo_corpus_disk(workdir: Path, client: httpx.AsyncClient, sessions: int) -> dict[str, Any]:
+    """Standard sessions over the demo corpus with `local`, as `make run` runs one: what each leaves on disk."""
+    corpus = workdir / "demo_corpus"
+    build_demo_corpus(corpus)
+    env = BenchEnvironment(
+        data_dir=workdir / "demo" / "data", providers=(), max_concurrent_sessions=2, extra={"corpus_dirs": corpus}
+    )
+    async with uvicorn_server(env.process_env(), workdir / "demo", client) as server:
+        bodies = [
+            {
+                "query": HOWTO_QUESTIONS[i % len(HOWTO_QUESTIONS)],
+                "tier": "standard",
+                "providers": ["local"],
+                "fetch": False,
+                "clarify": False,
+                "formats": ["md", "json"],
+            }
+            for i in range(sessions)
+        ]
+        ids = await _run_sessions(client, server, bodies, 2)
+        storage = storage_per_session(env.data_dir, ids)
+        rows, text_bytes = _page_text_bytes(env.data_dir)
+    n = max(1, len(ids))
+    page_text = round(text_bytes / n)
+    return {
+        "sessions": len(ids),
+        "page_text_rows": rows,
+        "page_text_bytes_per_session": page_text,
+        "total_bytes_per_session": storage["checkpoint_bytes_per_session"]
+        + storage["event_bytes_per_session"]
+        + page_text,
         **storage,
     }
 
@@ -253,6 +306,7 @@ async def run_storage(
     rss_step: int = 50,
     concurrency: int = 8,
     max_iterations: int = 2,
+    demo_sessions: int = len(HOWTO_QUESTIONS),
 ) -> BenchResult:
     result = BenchResult(
         name="storage",
@@ -271,6 +325,7 @@ async def run_storage(
     async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
         async with replay_process(LATENCY_S) as wiki_url:
             disk = await _disk(workdir, wiki_url, client, sessions, concurrency, max_iterations)
+        demo = await _demo_corpus_disk(workdir, client, demo_sessions)
         async with replay_process(LATENCY_S, page_chars=MEMORY_PAGE_CHARS) as wiki_url:
             memory = await _memory(workdir, wiki_url, client, rss_sessions, concurrency, rss_step)
     n = disk["sessions"]
@@ -292,6 +347,21 @@ async def run_storage(
         target=EMPTY_RATIO_TARGET,
         comparison="<=",
     )
+    before = sum(DEMO_STORAGE_BEFORE_CHANGE.values())
+    result.add(
+        "demo corpus: checkpoints + events + page text per standard session",
+        demo["total_bytes_per_session"],
+        "B",
+        target=DEMO_STORAGE_TARGET_BYTES,
+        comparison="<=",
+        note=f"{demo['sessions']} sessions; {DEMO_STORAGE_BEFORE_BYTES} B as filed, {before} B before the change",
+    )
+    result.add("demo corpus: checkpoint bytes per session", demo["checkpoint_bytes_per_session"], "B",
+               note=f"{DEMO_STORAGE_BEFORE_CHANGE['checkpoints']} B before")  # fmt: skip
+    result.add("demo corpus: event bytes per session", demo["event_bytes_per_session"], "B",
+               note=f"{DEMO_STORAGE_BEFORE_CHANGE['events']} B before")  # fmt: skip
+    result.add("demo corpus: page text bytes per session", demo["page_text_bytes_per_session"], "B",
+               note=f"{DEMO_STORAGE_BEFORE_CHANGE['page_text']} B before: local text is now referenced")  # fmt: skip
     m = memory["sessions"]
     result.add(f"RSS after {m} sessions", round((memory["final_rss_kb"] or 0) / 1024, 1), "MB", note="after gc")
     result.add(
@@ -318,6 +388,6 @@ async def run_storage(
         target=HEAP_SLOPE_TARGET_KB,
         comparison="<=",
     )
-    result.details = {"disk": disk, "memory": memory}
+    result.details = {"disk": disk, "demo_corpus": demo, "memory": memory}
     result.seconds = round(time.perf_counter() - started, 2)
     return result

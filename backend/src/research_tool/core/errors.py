@@ -112,6 +112,13 @@ class ProviderServerError(ProviderError):
         self.status = status
 
 
+class HostUnresolvedError(ProviderError):
+    """The provider's host name could not be resolved (no network, no DNS, a typo in its base URL): not
+    retried, and its circuit breaker opens at once, so a session without network ends in seconds."""
+
+    error_type = "dns"
+
+
 class AccessDeniedError(ProviderError):
     """401/402/403, paywall or CAPTCHA: do not retry, record and move on."""
 

@@ -42,6 +42,17 @@ class ModelFallback(Strict):
     message: str
 
 
+class ProviderFailure(Strict):
+    """A provider whose searches failed in this session, and why (issue 24)."""
+
+    provider: str
+    calls: int  # its searches in this session
+    failed: int  # of them, the failed ones
+    # error type -> failed searches: dns | timeout | rate_limited | circuit_open | server_error | access_denied |
+    # bad_response | provider_unavailable (the first cause first)
+    reasons: dict[str, int]
+
+
 class ReportMetadata(Strict):
     timestamp: str
     engine: str
@@ -54,6 +65,7 @@ class ReportMetadata(Strict):
     degraded_mode: bool  # search was limited, or the answer was not written by the model it was asked of
     degraded_reason: str | None = None  # why, in one sentence
     fallbacks: list[ModelFallback] = Field(default_factory=list)  # every step done offline instead, in order
+    provider_failures: list[ProviderFailure] = Field(default_factory=list)  # providers whose searches failed
     citations_removed: int = 0  # [n] markers dropped: unresolvable or unsupported by the cited text
     sources_retrieved: int = 0
     facts_extracted: int = 0

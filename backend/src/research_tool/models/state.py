@@ -27,7 +27,7 @@ def _union(a: list[Any], b: list[Any]) -> list[Any]:
     return out
 
 
-TEXT_FIELDS = ("full_content", "content_key", "content_length")
+TEXT_FIELDS = ("full_content", "content_key", "content_length", "content_ref")
 
 
 def merge_sources(left: dict[str, JSONDict] | None, right: dict[str, JSONDict] | None) -> dict[str, JSONDict]:

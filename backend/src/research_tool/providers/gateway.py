@@ -12,7 +12,8 @@ Per call (DESIGN §4 decision tree):
 - 429 / rate-limit body -> the provider's limiter is paused for everyone (Retry-After, X-RateLimit-Reset),
   then retried; timeouts and 5xx -> retried with capped, jittered backoff; no wait passes `deadline`;
 - 5xx, timeouts and connection failures count towards the breaker (open after 5 consecutive, half-open
-  after the reset timeout); 401/402/403 and bad requests are recorded and not retried.
+  after the reset timeout); a host name that does not resolve opens it at once and is not retried;
+  401/402/403 and bad requests are recorded and not retried.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from research_tool.core.errors import (
     CircuitOpenError,
+    HostUnresolvedError,
     ProviderError,
     ProviderResponseError,
     ProviderServerError,
@@ -34,7 +36,12 @@ from research_tool.core.errors import (
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import AccessFailure, SourceResult
 from research_tool.providers.base import SearchProvider
-from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS, CircuitBreaker, CircuitBreakerRegistry
+from research_tool.providers.resilience.circuit_breaker import (
+    CIRCUIT_BREAKERS,
+    CURRENT_BREAKER,
+    CircuitBreaker,
+    CircuitBreakerRegistry,
+)
 from research_tool.providers.resilience.rate_limiter import endpoint_key, provider_limiter
 from research_tool.providers.resilience.retry import RetryPolicy, deadline_retrying
 
@@ -125,7 +132,9 @@ class SearchGateway:
                     results = await self._attempt(provider, breaker, query, max_results, filters, deadline)
         except ProviderError as exc:
             failure = access_failure(exc, provider=provider.name, query=query, iteration=iteration)
-            log.warning(
+            # a refusal by an open breaker is the consequence of failures already logged (circuit_opened)
+            report = log.info if isinstance(exc, CircuitOpenError) else log.warning
+            report(
                 "provider_failed",
                 provider=provider.name,
                 error_type=exc.error_type,
@@ -165,12 +174,19 @@ class SearchGateway:
             )
         remaining = deadline - time.monotonic()
         settled = False  # the breaker was told how the call went
+        current = CURRENT_BREAKER.set(breaker)
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
                 results = await provider.search(query, max_results, filters)
+        except CircuitOpenError:
+            raise  # opened by another call while this one waited for its turn: no request was made
         except TimeoutError:
             # Cut off by the session's deadline (maybe while waiting for the rate limiter): not the provider's fault.
             raise ProviderTimeoutError(provider.name, "session deadline reached") from None
+        except HostUnresolvedError:
+            await breaker.tripped()  # no retry can resolve it: the next calls are refused at once
+            settled = True
+            raise
         except BREAKER_FAILURES:
             await breaker.failed()
             settled = True
@@ -185,6 +201,7 @@ class SearchGateway:
             log.exception("provider_parse_failed", provider=provider.name)
             raise ProviderResponseError(provider.name, f"could not read response: {type(exc).__name__}: {exc}") from exc
         finally:
+            CURRENT_BREAKER.reset(current)
             if not settled:
                 # Whatever ended the call without a verdict (a deadline, a 429, an unreadable answer, or a
                 # cancellation by a stop or a deadline), a half-open probe must not stay in flight: the

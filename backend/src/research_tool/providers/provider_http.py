@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import socket
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ from lxml import etree
 
 from research_tool.core.errors import (
     AccessDeniedError,
+    HostUnresolvedError,
     ProviderResponseError,
     ProviderServerError,
     ProviderTimeoutError,
@@ -99,6 +101,19 @@ def raise_for_status(provider: SearchProvider, response: httpx.Response) -> None
     raise ProviderResponseError(provider.name, message, url=url)
 
 
+def host_unresolved(exc: BaseException) -> bool:
+    """Whether a connection failed because the host name could not be resolved (socket.gaierror anywhere in
+    the chain of causes: httpx wraps the transport's error, which wraps the resolver's)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, socket.gaierror):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 async def send(
     provider: SearchProvider,
     method: str,
@@ -119,6 +134,8 @@ async def send(
     except httpx.TimeoutException as exc:
         raise ProviderTimeoutError(provider.name, f"timed out ({type(exc).__name__})", url=url) from exc
     except httpx.HTTPError as exc:
+        if host_unresolved(exc):
+            raise HostUnresolvedError(provider.name, f"host not found: {exc}", url=url) from exc
         raise ProviderServerError(
             provider.name, f"connection failed: {type(exc).__name__}: {exc}", status=0, url=url
         ) from exc

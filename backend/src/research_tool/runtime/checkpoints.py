@@ -6,21 +6,48 @@ keyed by the checkpoint they follow). It leaves `aprune` unimplemented. A finish
 last checkpoint (it holds `final_report`; `aget_state` reads it and its own pending writes, never a
 parent), so `aprune(strategy="keep_latest")` keeps that one and its writes and deletes the rest.
 
+Checkpoints and writes are stored zlib-compressed (`CompressingSerializer`, issue 24): a session's state is
+mostly repeated JSON-like text (facts, sources, entities, provider calls) and shrinks about fourfold. A blob
+written before compression (type without the `zlib+` prefix) is still read as it was.
+
 The research graph has no DeltaChannel (whose value is rebuilt from the parent chain and would be lost by
 dropping ancestors); `assert_prunable` checks that whenever the graph is compiled with this saver.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from research_tool.runtime.storage import open_sqlite, reclaim_space
+
+COMPRESSED_PREFIX = "zlib+"
+COMPRESS_FROM_BYTES = 512  # smaller values (most pending writes) are left as they are
+COMPRESSION_LEVEL = 6
+
+
+class CompressingSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, with values of COMPRESS_FROM_BYTES or more zlib-compressed; the stored type says
+    so (`zlib+msgpack`), so uncompressed blobs of older checkpoints load unchanged."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = super().dumps_typed(obj)
+        if len(data) < COMPRESS_FROM_BYTES:
+            return kind, data
+        return COMPRESSED_PREFIX + kind, zlib.compress(data, COMPRESSION_LEVEL)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        kind, blob = data
+        if kind.startswith(COMPRESSED_PREFIX):
+            return super().loads_typed((kind.removeprefix(COMPRESSED_PREFIX), zlib.decompress(blob)))
+        return super().loads_typed(data)
 
 
 class PrunableSqliteSaver(AsyncSqliteSaver):
@@ -66,7 +93,7 @@ def assert_prunable(channels: dict[str, Any]) -> None:
 async def open_checkpointer(path: Path) -> AsyncIterator[PrunableSqliteSaver]:
     conn = await open_sqlite(path)
     try:
-        saver = PrunableSqliteSaver(conn)
+        saver = PrunableSqliteSaver(conn, serde=CompressingSerializer())
         await saver.setup()
         yield saver
     finally:

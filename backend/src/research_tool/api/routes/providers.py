@@ -20,12 +20,12 @@ ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for co
 
 @providers.get("", response_model=ProviderList, responses=ERRORS)
 async def list_providers(request: Request) -> ProviderList:
-    """Every search provider: available or why not (`local` uses the server's RESEARCH_CORPUS_DIRS)."""
+    """Every search provider: available or why not (`local`: the folders `research-tool index` indexed, and
+    RESEARCH_CORPUS_DIRS)."""
     services = services_of(request)
-    dirs = services.settings.corpus_paths()
     rows = []
     for name in SEARCH_PROVIDERS:
-        provider = create_provider(name, services.settings, services.client, corpus_dirs=dirs)
+        provider = create_provider(name, services.settings, services.client)
         reason = provider.unavailable_reason()
         rows.append(
             ProviderInfo(

@@ -38,6 +38,7 @@ from research_tool.models.events import Event
 from research_tool.models.report import Report
 from research_tool.models.request import ReportFormat, ResearchRequest
 from research_tool.models.sessions import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SessionRecord
+from research_tool.providers.local_corpus.indexed_folders import local_folders
 from research_tool.runtime.composition import ResearchServices
 
 log = get_logger(__name__)
@@ -77,11 +78,11 @@ def services_of(connection: HTTPConnection) -> ResearchServices:
 
 
 def check_corpus_dirs(request: ResearchRequest, settings: Settings) -> None:
-    """Over HTTP, a client may only name folders inside the server's RESEARCH_CORPUS_DIRS: it must not
-    make the server index (and quote) arbitrary files it can read."""
+    """Over HTTP, a client may only name folders inside the server's RESEARCH_CORPUS_DIRS or the folders
+    `research-tool index` indexed: it must not make the server index (and quote) arbitrary files it can read."""
     if not request.corpus_dirs:
         return
-    allowed = [p.expanduser().resolve() for p in settings.corpus_paths()]
+    allowed = local_folders(settings)
     for folder in request.corpus_dirs:
         try:
             path = Path(folder).expanduser().resolve()

@@ -109,6 +109,10 @@ export function renderReport(container, report, { onExport }) {
   if (report.stop_reason) {
     parts.push(el("p", { class: "muted small" }, `Stopped: ${String(report.stop_reason).replaceAll("_", " ")}`));
   }
+  // which providers failed and why, once (text only: it quotes provider error messages' types, never markup)
+  if (metadata.degraded_mode && metadata.degraded_reason) {
+    parts.push(el("p", { class: "small degraded", id: "degraded" }, `Degraded: ${String(metadata.degraded_reason)}`));
+  }
 
   parts.push(
     el("div", { class: "exports" },

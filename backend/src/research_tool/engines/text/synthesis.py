@@ -280,8 +280,6 @@ def _gaps(request: SynthesisInput, ranked: list[Fact]) -> list[str]:
     single = sum(1 for f in ranked[:10] if not f.verified)
     if single:
         gaps.append(f"{single} of the top {min(10, len(ranked))} claims rest on a single independent source.")
-    if request.degraded_mode:
-        gaps.append("Degraded mode: some or all search providers failed; coverage is incomplete.")
     if request.stop_reason:
         reason = STOP_EXPLANATIONS.get(request.stop_reason, request.stop_reason.replace("_", " "))
         gaps.append(f"Stop reason: {reason}.")

@@ -11,12 +11,13 @@ from research_tool.core.errors import BadInputError
 from research_tool.core.settings import Settings
 from research_tool.models.domain import DOMAINS
 from research_tool.models.request import ResearchRequest
+from research_tool.providers.local_corpus.indexed_folders import local_folders
 from research_tool.providers.registry import create_provider, provider_class
 
 
 def corpus_dirs_for(request: ResearchRequest, settings: Settings) -> list[Path]:
-    dirs = [Path(d).expanduser() for d in request.corpus_dirs] or settings.corpus_paths()
-    return [d.resolve() for d in dirs]
+    """The request's folders (or RESEARCH_CORPUS_DIRS) and the folders `research-tool index` indexed."""
+    return local_folders(settings, request.corpus_dirs)
 
 
 def _is_folder(folder: str) -> bool:

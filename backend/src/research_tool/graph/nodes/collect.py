@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from langgraph.runtime import Runtime
 
+from research_tool.core.errors import CircuitOpenError
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.provider_choice import corpus_dirs_for
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase
@@ -29,7 +30,10 @@ from research_tool.providers.source_identity import canonical_url, first_of_each
 
 T = TypeVar("T")
 MAX_RESULTS_PER_CALL = 10
-SOURCE_EVENTS_PER_CYCLE = 50
+# `source_found` events per cycle (the newest best-ranked sources; the progress counts every source): they were
+# two thirds of a session's event bytes at 50 (issue 24)
+SOURCE_EVENTS_PER_CYCLE = 20
+SOURCE_EVENT_TITLE_CHARS = 100
 
 
 async def gather_until(coros: list[Coroutine[Any, Any, T]], stop: asyncio.Event, deadline: float) -> list[T]:
@@ -225,15 +229,30 @@ async def _report(
         await ctx.events.emit(
             "source_found",
             "collect",
-            f"Found \u201c{source['title'][:120]}\u201d via {source['found_by'][0]}.",
-            {"url": source["url"], "title": source["title"], "provider": source["found_by"][0]},
+            f"Found \u201c{source['title'][:SOURCE_EVENT_TITLE_CHARS]}\u201d via {source['found_by'][0]}.",
+            {
+                "url": source["url"],
+                "title": source["title"][:SOURCE_EVENT_TITLE_CHARS],
+                "provider": source["found_by"][0],
+            },
         )
+    refused: dict[str, list[AccessFailure]] = {}
     for failure in failures:
+        if failure.error_type == CircuitOpenError.error_type:
+            refused.setdefault(failure.provider, []).append(failure)
+            continue
         await ctx.events.emit(
             "provider_error",
             "collect",
             f"{failure.provider} failed ({failure.error_type}): {failure.message[:200]}",
             failure.model_dump(mode="json"),
+        )
+    for provider, group in refused.items():  # one event per provider: no request was made for these
+        await ctx.events.emit(
+            "provider_error",
+            "collect",
+            f"{provider}: {len(group)} search{'es' if len(group) != 1 else ''} refused, circuit open after failures",
+            {**group[0].model_dump(mode="json"), "refused": len(group)},
         )
     if ctx.memory is None:
         return

@@ -16,8 +16,8 @@ from research_tool.models.state import ResearchState
 
 EXTRACT_CONCURRENCY = 4
 READ_FACTOR = 3  # sources read per cycle: up to READ_FACTOR x the tier's max_sources, best ranked first
-# State-only fields of a source entry (content_key/content_length: see graph/nodes/page_text.py).
-BOOKKEEPING = ("found_by", "first_iteration", "best_rank", "content_key", "content_length")
+# State-only fields of a source entry (content_key/content_length/content_ref: see graph/nodes/page_text.py).
+BOOKKEEPING = ("found_by", "first_iteration", "best_rank", "content_key", "content_length", "content_ref")
 
 
 def to_source(entry: dict[str, Any]) -> SourceResult:

@@ -14,7 +14,7 @@ from research_tool.engines.text.synthesis import NO_STATEMENT, NOT_ANSWERED
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.citations import check_citations
 from research_tool.graph.decisions.source_ranking import rank_sources
-from research_tool.graph.fallback_record import fallback_metadata
+from research_tool.graph.fallback_record import fallback_metadata, search_was_limited
 from research_tool.graph.nodes.instrumentation import elapsed_total, phase, record_errors, tokens_total
 from research_tool.graph.nodes.model_context import compact_for_model, drop_unsupported_claims
 from research_tool.graph.nodes.page_text import hydrated
@@ -76,7 +76,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             query=state["refined_query"],
             sources=numbered,
             facts=usable,
-            degraded_mode=bool(state.get("degraded_mode")),
+            degraded_mode=search_was_limited(bool(state.get("degraded_mode")), state.get("provider_calls") or {}),
             stop_reason=state.get("stop_reason"),
         )
     )
@@ -99,6 +99,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
         **fallback_metadata(
             {**(state.get("error_log") or {}), **record_errors("synthesize:0", step.errors)},
             search_limited=bool(state.get("degraded_mode")),
+            provider_calls=calls,
         ),
         "citations_removed": removed,
         "sources_retrieved": len(all_sources),

@@ -636,6 +636,31 @@ class CorpusIndex:
             )
         return hits
 
+    async def texts(self, urls: Sequence[str]) -> dict[str, str]:
+        """The indexed text of each document url there is one for (the first document of a url)."""
+        return await asyncio.to_thread(self.texts_sync, urls)
+
+    def texts_sync(self, urls: Sequence[str]) -> dict[str, str]:
+        """Sessions keep a local document's text here, by reference, instead of a copy (issue 24)."""
+        wanted = list(dict.fromkeys(urls))
+        found: dict[str, str] = {}
+        with closing(self._connect()) as conn:
+            for start in range(0, len(wanted), 400):
+                chunk = wanted[start : start + 400]
+                rows = conn.execute(
+                    f"SELECT id, url, collection FROM docs WHERE url IN ({','.join('?' * len(chunk))}) ORDER BY id",
+                    chunk,
+                ).fetchall()
+                for row_id, url, collection in rows:
+                    if url in found:
+                        continue
+                    body = conn.execute(
+                        f"SELECT body FROM {_fts_table(int(collection))} WHERE rowid = ?", (row_id,)
+                    ).fetchone()
+                    if body is not None:
+                        found[str(url)] = str(body[0])
+        return found
+
     @staticmethod
     def _collections(conn: sqlite3.Connection, roots: Sequence[str] | None) -> list[int]:
         """Collections that may hold documents under `roots`: those inside a root, or holding one."""

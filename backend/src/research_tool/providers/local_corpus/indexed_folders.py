@@ -1,5 +1,5 @@
-"""The folders `research-tool index` was pointed at, remembered in the data dir so that
-`research-tool search --provider local` searches them without --corpus.
+"""The folders `research-tool index` was pointed at, remembered in the data dir: they are the `local`
+provider's folders everywhere (`search`, `run`, the server, its page and MCP), with no --corpus needed.
 
 A small JSON list (`<data dir>/indexed_folders.json`), written atomically; a folder that no longer exists is
 left out when read.
@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+
+from research_tool.core.settings import Settings
 
 FOLDERS_FILE = "indexed_folders.json"
 
@@ -43,3 +46,16 @@ def remember_folder(data_dir: Path, folder: Path) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def local_folders(settings: Settings, chosen: Sequence[Path | str] = ()) -> list[Path]:
+    """The `local` provider's folders: `chosen` (a request's corpus_dirs, --corpus) or else RESEARCH_CORPUS_DIRS,
+    then every folder `research-tool index` indexed in this data dir; resolved, each once, in that order."""
+    given = [Path(d).expanduser() for d in chosen] or [p.expanduser() for p in settings.corpus_paths()]
+    folders: list[Path] = []
+    for folder in [*given, *indexed_folders(settings.data_dir)]:
+        try:
+            folders.append(folder.resolve())
+        except (OSError, RuntimeError, ValueError):  # unusable: kept as given, reported as not found later
+            folders.append(folder)
+    return list(dict.fromkeys(folders))

@@ -1,6 +1,6 @@
 """Circuit breaker: stop calling a provider that keeps failing, probe it again later.
 
-closed --(threshold consecutive failures)--> open --(reset timeout)--> half-open
+closed --(threshold consecutive failures, or one host-not-found)--> open --(reset timeout)--> half-open
 half-open --(probe succeeds)--> closed;  half-open --(probe fails)--> open (timer restarts)
 
 While half-open exactly one probe is in flight; other callers are refused as if open.
@@ -20,10 +20,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from research_tool.core.errors import SharedLimitsUnavailableError
+from research_tool.core.errors import CircuitOpenError, SharedLimitsUnavailableError
 from research_tool.core.logging import get_logger
 
 if TYPE_CHECKING:
@@ -100,11 +101,12 @@ class CircuitBreaker:
             self._consecutive_failures = 0
             self._probe_in_flight = False
 
-    def record_failure(self) -> None:
+    def record_failure(self, *, threshold: int | None = None) -> None:
+        """A breaker-relevant failure; the breaker opens at `threshold` consecutive ones (default: its own)."""
         with self._guard:
             self._consecutive_failures += 1
             probe_failed = self._state is CircuitState.HALF_OPEN
-            if probe_failed or self._consecutive_failures >= self.failure_threshold:
+            if probe_failed or self._consecutive_failures >= (threshold or self.failure_threshold):
                 if self._state is not CircuitState.OPEN:
                     log.warning(
                         "circuit_opened",
@@ -132,6 +134,11 @@ class CircuitBreaker:
         if await self._shared_step("failure") is None:
             self.record_failure()
 
+    async def tripped(self) -> None:
+        """A failure that no retry can cure (the host name does not resolve): open the breaker at once."""
+        if await self._shared_step("failure", threshold=1) is None:
+            self.record_failure(threshold=1)
+
     async def succeeded(self) -> None:
         if await self._shared_step("success") is None:
             self.record_success()
@@ -145,14 +152,14 @@ class CircuitBreaker:
             shared.in_background(self._shared_step("release"), "release_probe")
         self.release_probe()
 
-    async def _shared_step(self, op: str) -> BreakerReply | None:
+    async def _shared_step(self, op: str, *, threshold: int | None = None) -> BreakerReply | None:
         """The cluster-wide breaker's answer to `op`, mirrored here; None without a cluster or while Redis is down."""
         shared = self.shared
         if shared is None or not shared.available:
             return None
         try:
             reply = await shared.breaker_step(
-                self.name, op, threshold=self.failure_threshold, reset_timeout_s=self.reset_timeout_s
+                self.name, op, threshold=threshold or self.failure_threshold, reset_timeout_s=self.reset_timeout_s
             )
         except SharedLimitsUnavailableError:
             return None
@@ -169,6 +176,20 @@ class CircuitBreaker:
             self._probe_in_flight = False
             if state is CircuitState.OPEN:
                 self._opened_at = self._clock() - max(0.0, self.reset_timeout_s - reply.retry_in_s)
+
+
+# The breaker of the provider call in progress (set by the gateway around `provider.search`).
+CURRENT_BREAKER: ContextVar[CircuitBreaker | None] = ContextVar("current_breaker", default=None)
+
+
+def refuse_if_opened() -> None:
+    """Raise CircuitOpenError when the breaker of the provider call in progress is open. The rate limiter asks
+    while a call waits for its turn: a call admitted while its breaker was closed is then refused without a
+    request as soon as another call opens the breaker (a host not found), instead of waiting out the spacing."""
+    breaker = CURRENT_BREAKER.get()
+    if breaker is not None and breaker.state is CircuitState.OPEN:
+        provider = breaker.name.partition("@")[0]
+        raise CircuitOpenError(provider, f"circuit opened while waiting; retry in {breaker.retry_in():.0f} s")
 
 
 class CircuitBreakerRegistry:

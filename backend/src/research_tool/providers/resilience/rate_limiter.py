@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from research_tool.core.errors import SharedLimitsUnavailableError
 from research_tool.core.logging import get_logger
+from research_tool.providers.resilience.circuit_breaker import refuse_if_opened
 
 if TYPE_CHECKING:
     from research_tool.providers.base import SearchProvider
@@ -42,6 +43,8 @@ log = get_logger(__name__)
 
 # Longest pause a server's header may impose on us (a monthly-quota reset must not freeze a session).
 MAX_PAUSE_S = 600.0
+# A caller waiting for its turn looks at its provider's breaker this often (an open breaker ends the wait).
+BREAKER_CHECK_S = 0.1
 # A request is sent a moment after it is granted; a busy event loop can delay one send more than the next
 # and bring two arrivals closer than the interval. A little slack on each interval absorbs that.
 SPACING_MARGIN_FRACTION = 0.02
@@ -151,6 +154,7 @@ class RateLimiter:
         """Wait for this caller's turn. Callers bound it with their deadline (asyncio.timeout_at)."""
         async with self._lock():
             while True:
+                refuse_if_opened()  # a provider call whose breaker opened while it waited goes no further
                 now = time.monotonic()
                 ready_at = max(self._last_start + self._interval, self._paused_until)
                 if ready_at <= now:
@@ -159,8 +163,8 @@ class RateLimiter:
                         self._last_start = time.monotonic()
                         return
                     ready_at = now + wait
-                # re-checked after the sleep: a pause may have arrived meanwhile
-                await asyncio.sleep(ready_at - now)
+                # re-checked after the sleep (in steps, for the breaker): a pause may have arrived meanwhile
+                await asyncio.sleep(min(ready_at - now, BREAKER_CHECK_S))
 
     async def _cluster_wait(self) -> float:
         """0 when the cluster-wide spacing grants this process its turn now (or there is no cluster, or Redis is

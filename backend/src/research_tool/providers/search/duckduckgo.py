@@ -18,6 +18,7 @@ from ddgs.results import TextResult
 
 from research_tool.core.errors import (
     AccessDeniedError,
+    HostUnresolvedError,
     ProviderResponseError,
     ProviderServerError,
     ProviderTimeoutError,
@@ -53,6 +54,19 @@ class _CheckedDuckduckgo(Duckduckgo):
         if response.status_code != 200:
             raise _StatusError(response.status_code, self.search_url)
         return response.text
+
+
+def dns_failed(exc: BaseException) -> bool:
+    """Whether ddgs failed because the host name did not resolve: its HTTP client (primp) resolves names itself
+    and raises its own DNSError, carried as the DDGSException's cause."""
+    current: BaseException | None = exc
+    for _ in range(5):
+        if current is None:
+            break
+        if type(current).__name__ == "DNSError" or "error resolving DNS" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def normalize_results(items: list[TextResult] | list[dict[str, str]], query: str, limit: int) -> list[SourceResult]:
@@ -111,5 +125,7 @@ class DuckDuckGoProvider(SearchProvider):
         except TimeoutException as exc:
             raise ProviderTimeoutError(self.name, f"timed out: {exc}", url=engine.search_url) from exc
         except DDGSException as exc:
+            if dns_failed(exc):
+                raise HostUnresolvedError(self.name, f"host not found: {exc}", url=engine.search_url) from exc
             raise ProviderServerError(self.name, f"request failed: {exc}", status=0, url=engine.search_url) from exc
         return normalize_results(items or [], query, max_results)

@@ -22,11 +22,12 @@ from research_tool.core.settings import Settings
 from research_tool.models.entities import SourceResult
 from research_tool.providers.base import Privacy, SearchProvider, SourceKind
 from research_tool.providers.local_corpus.index import CorpusHit, CorpusIndex, IndexStats
+from research_tool.providers.local_corpus.indexed_folders import local_folders
 
 log = get_logger(__name__)
 
 INDEX_FILE = "local_index.db"
-NO_FOLDER_REASON = "no corpus folder configured (set RESEARCH_CORPUS_DIRS or pass --corpus DIR)"
+NO_FOLDER_REASON = "no corpus folder: index one with `research-tool index DIR` (or set RESEARCH_CORPUS_DIRS)"
 # A document longer than this is cut (at a paragraph or sentence end) in `full_content`; the whole
 # text stays searchable. It keeps checkpoints small when a folder holds book-length PDFs.
 MAX_CONTENT_CHARS = 100_000
@@ -71,7 +72,7 @@ class LocalProvider(SearchProvider):
         index: CorpusIndex | None = None,
     ) -> None:
         super().__init__(settings, client)
-        dirs = settings.corpus_paths() if corpus_dirs is None else corpus_dirs
+        dirs = local_folders(settings) if corpus_dirs is None else corpus_dirs
         self.corpus_dirs: list[Path] = [Path(d).expanduser() for d in dirs]
         self._index = index
         self._index_lock: asyncio.Lock | None = None
@@ -149,3 +150,15 @@ class LocalProvider(SearchProvider):
             rank=hit.rank,
             query=query,
         )
+
+
+async def indexed_texts(settings: Settings, urls: Sequence[str]) -> dict[str, str]:
+    """Each local document's text as a session reads it (`full_content`: cut like the provider's results), from
+    the data dir's index; a url the index does not hold is left out."""
+    if not urls:
+        return {}
+    index_path = settings.db_path(INDEX_FILE)
+    if not index_path.exists():
+        return {}
+    texts = await CorpusIndex(index_path).texts(urls)
+    return {url: truncate_text(text) for url, text in texts.items()}
