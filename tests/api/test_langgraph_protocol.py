@@ -18,7 +18,7 @@ from research_tool.bench.wiki_replay import WikiReplay
 from .conftest import OK_BODY, QUESTION, LiveApi, offline_settings, serve
 
 TOKEN = "langgraph-test-token"
-INPUT = {k: v for k, v in OK_BODY.items()}
+INPUT = dict(OK_BODY)
 
 
 @pytest.fixture
@@ -144,6 +144,7 @@ async def test_stream_modes_in_sse_framing(sdk: LangGraphClient, secured: LiveAp
     assert values[0]["query"] == QUESTION and values[-1]["answer"]
     message, meta = next(p.data for p in parts if p.event == "messages")
     assert message["type"] == "ai" and message["content"].startswith(values[-1]["answer"])
+    assert meta["langgraph_node"] == "export" and meta["run_id"] == created[0]["run_id"]
     ids = [p.id for p in parts if p.event != "metadata"]
     assert all(ids) and len(set(ids)) == len(ids)
     # the options came as the run's context: the session ran with them
