@@ -63,6 +63,11 @@ class HistoryRequest(Body):
     checkpoint: dict[str, Any] | None = None
 
 
+class CheckpointRequest(Body):
+    checkpoint: dict[str, Any] = Field(default_factory=dict)
+    subgraphs: bool = False
+
+
 class AssistantSearch(Body):
     metadata: dict[str, Any] | None = None
     graph_id: str | None = None

@@ -19,6 +19,7 @@ from research_tool.api.langgraph.bodies import (
     GRAPH_ID,
     STREAM_MODES,
     AssistantSearch,
+    CheckpointRequest,
     HistoryRequest,
     RunCreate,
     StreamModeName,
@@ -160,6 +161,21 @@ async def delete_thread(thread_id: ThreadId, protocol: Protocol) -> Response:
 @langgraph.get("/threads/{thread_id}/state")
 async def get_thread_state(thread_id: ThreadId, protocol: Protocol) -> dict[str, Any]:
     return await protocol.thread_state(thread_id)
+
+
+@langgraph.get("/threads/{thread_id}/state/{checkpoint_id}")
+async def get_thread_state_at(
+    thread_id: ThreadId, checkpoint_id: Annotated[str, PathParam(max_length=64)], protocol: Protocol
+) -> dict[str, Any]:
+    return await protocol.thread_state(thread_id, checkpoint_id)
+
+
+@langgraph.post("/threads/{thread_id}/state/checkpoint")
+async def get_thread_state_at_checkpoint(
+    thread_id: ThreadId, body: CheckpointRequest, protocol: Protocol
+) -> dict[str, Any]:
+    checkpoint_id = body.checkpoint.get("checkpoint_id")
+    return await protocol.thread_state(thread_id, str(checkpoint_id) if checkpoint_id else None)
 
 
 @langgraph.post("/threads/{thread_id}/history")

@@ -70,6 +70,17 @@ class LangGraphProtocol:
         """The thread's row and session; 404 when neither exists (or its session was deleted)."""
         row = await self.runs.get_thread(thread_id)
         record = await self.record(thread_id)
+        if record is None and row is not None and row.started:
+            async with self._locks[thread_id]:  # a new round may be replacing the session: wait for it
+                return await self.thread_locked(thread_id)
+        if record is None and row is None:
+            raise not_found(f"unknown thread id: {thread_id}")
+        return row, record
+
+    async def thread_locked(self, thread_id: str) -> tuple[ThreadRow | None, SessionRecord | None]:
+        """`thread`, for a caller that holds the thread's lock."""
+        row = await self.runs.get_thread(thread_id)
+        record = await self.record(thread_id)
         if record is None and (row is None or row.started):
             if row is not None:  # its session was deleted through /api/research: the thread goes with it
                 await self.runs.delete_thread(thread_id)
@@ -94,8 +105,8 @@ class LangGraphProtocol:
         return await self.thread_json(thread_id)
 
     async def delete_thread(self, thread_id: str) -> None:
-        _, record = await self.thread(thread_id)
         async with self._locks[thread_id]:
+            _, record = await self.thread_locked(thread_id)
             if record is not None:
                 with contextlib.suppress(SessionNotFoundError):
                     await self.services.runner.delete(thread_id)
@@ -166,10 +177,17 @@ class LangGraphProtocol:
                 break
         return found
 
-    async def thread_state(self, thread_id: str) -> dict[str, Any]:
+    async def thread_state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
         _, record = await self.thread(thread_id)
-        values, interrupts, snapshot = await self.state_values(thread_id, record)
-        return self.state_json(thread_id, values, interrupts, snapshot)
+        if checkpoint_id is None or record is None:
+            values, interrupts, snapshot = await self.state_values(thread_id, record)
+            return self.state_json(thread_id, values, interrupts, snapshot)
+        config = thread_config(thread_id)
+        config["configurable"]["checkpoint_id"] = checkpoint_id
+        snapshot = await self.services.runner.graph.aget_state(config)
+        if not snapshot.values:
+            raise not_found(f"unknown checkpoint {checkpoint_id} of thread {thread_id}")
+        return self.state_json(thread_id, output_values(record, dict(snapshot.values)), [], snapshot)
 
     def state_json(
         self, thread_id: str, values: dict[str, Any], interrupts: list[dict[str, Any]], snapshot: Any
@@ -273,7 +291,7 @@ class LangGraphProtocol:
             check_session_id(thread_id)
         async with self._locks[thread_id]:
             try:
-                await self.thread(thread_id)
+                await self.thread_locked(thread_id)
             except ApiError:
                 if body.if_not_exists != "create":
                     raise
