@@ -220,12 +220,7 @@ async def create_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -
 
 
 @langgraph.post("/threads/{thread_id}/runs/stream")
-async def stream_run(
-    thread_id: ThreadId,
-    body: RunCreate,
-    protocol: Protocol,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
-) -> StreamingResponse:
+async def stream_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -> StreamingResponse:
     run = await protocol.create_run(thread_id, body)
     return stream_response(protocol, thread_id, run.run_id, body.modes(), None)
 
