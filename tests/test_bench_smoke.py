@@ -52,6 +52,7 @@ EXPECTED_FIGURES = {
         "RSS growth per finished session (second half)",
         "Python heap growth per finished session (second half)",
     ],
+    "langgraph": ["runs.wait / start median", "event lag p95 (5 streams)"],
 }
 
 

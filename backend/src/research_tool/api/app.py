@@ -19,6 +19,8 @@ from research_tool import __version__
 from research_tool.api.body_size import BodySizeLimitMiddleware
 from research_tool.api.errors import ApiError, install_error_handlers
 from research_tool.api.host_guard import HostGuardMiddleware, parse_allowed_hosts
+from research_tool.api.langgraph.routes import langgraph
+from research_tool.api.langgraph.service import open_langgraph_protocol
 from research_tool.api.mcp_server import build_mcp_server, mcp_http_route
 from research_tool.api.metrics import ApiMetrics
 from research_tool.api.routes.pages import install_pages
@@ -60,9 +62,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             cpu_pool(settings.cpu_workers, settings.cpu_worker_niceness),
             open_research_services(settings, retention_sweeps=True, worker=settings.run_worker) as services,
             mcp_server.session_manager.run(),
+            open_langgraph_protocol(services) as langgraph_protocol,
         ):
             metrics.observe(services)
             app.state.services = services
+            app.state.langgraph = langgraph_protocol
             resumed = await services.runner.resume_incomplete()
             settle_heap()
             loop_lag.start()
@@ -72,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 yield
             finally:
                 app.state.services = None
+                app.state.langgraph = None
                 await loop_lag.stop()
                 gc_pauses.stop()
                 release_heap()
@@ -95,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(protected)
     app.include_router(providers)
     app.include_router(progress)
+    app.include_router(langgraph)  # LangGraph's server protocol: docs/langgraph.md
     app.router.routes.append(mcp_http_route(mcp_server))
     install_pages(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
@@ -103,9 +109,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=origins,
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
-            expose_headers=["Location", "X-Session-Id"],
+            allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "X-Api-Key", "Content-Type", "Last-Event-ID"],
+            expose_headers=["Location", "Content-Location", "X-Session-Id"],
         )
     # Outermost: a request for a host this server is not (DNS rebinding) is refused before anything runs.
     app.add_middleware(

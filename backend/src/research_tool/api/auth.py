@@ -1,5 +1,6 @@
 """Bearer-token auth: with `RESEARCH_API_TOKEN` set, every route but /healthz and the static shells of
-the web page and the API docs needs `Authorization: Bearer <token>` (WebSocket handshakes included).
+the web page and the API docs needs `Authorization: Bearer <token>` (WebSocket handshakes included), or
+`x-api-key: <token>` as LangGraph's SDKs send it.
 Without it the API is open: bind it to 127.0.0.1 or put it behind a proxy that authenticates.
 
 Browsers cannot set headers on a WebSocket, so a handshake may instead offer the subprotocols
@@ -22,6 +23,7 @@ from research_tool.core.settings import Settings, secret_value
 
 WS_SUBPROTOCOL = "research-tool"
 WS_TOKEN_PREFIX = "bearer."
+API_KEY_HEADER = "x-api-key"  # what LangGraph's SDKs send (api/langgraph/): the same token, another header
 
 bearer_scheme = HTTPBearer(auto_error=False, description="RESEARCH_API_TOKEN, when the server sets one")
 
@@ -61,7 +63,7 @@ def is_authorized(connection: HTTPConnection) -> bool:
     expected = expected_token(connection)
     if expected is None:
         return True
-    given = bearer_from_header(connection.headers.get("authorization"))
+    given = bearer_from_header(connection.headers.get("authorization")) or connection.headers.get(API_KEY_HEADER)
     if given is None and connection.scope["type"] == "websocket":
         given = bearer_from_subprotocols(list(connection.scope.get("subprotocols", [])))
     return token_matches(expected, given)
@@ -74,7 +76,8 @@ async def require_token(
     expected = expected_token(request)
     if expected is None:
         return
-    if credentials is None:
+    given = credentials.credentials if credentials is not None else request.headers.get(API_KEY_HEADER)
+    if given is None:
         raise ApiError(401, "this server needs `Authorization: Bearer <RESEARCH_API_TOKEN>`")
-    if not token_matches(expected, credentials.credentials):
+    if not token_matches(expected, given):
         raise ApiError(401, "the bearer token is not valid")

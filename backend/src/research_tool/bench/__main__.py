@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from research_tool.bench.cluster import QUICK_CLUSTER, ClusterSizes, run_cluster
+from research_tool.bench.langgraph_protocol import run_langgraph
 from research_tool.bench.local_index import run_local_index
 from research_tool.bench.model_hang import run_model_hang
 from research_tool.bench.overhead import run_overhead
@@ -44,6 +45,7 @@ BENCHMARKS = (
     "model_hang",
     "storage",
     "cluster",
+    "langgraph",
 )
 
 
@@ -66,6 +68,8 @@ class Sizes:
     scifact_dir: Path | None = None
     profile_dir: Path | None = None  # scale: record the server with py-spy
     cluster: ClusterSizes = field(default_factory=ClusterSizes)
+    langgraph_sessions: int = 5
+    langgraph_streams: int = 100
 
 
 QUICK = Sizes(
@@ -84,6 +88,8 @@ QUICK = Sizes(
     storage_sessions=4,
     storage_rss_sessions=40,
     cluster=QUICK_CLUSTER,
+    langgraph_sessions=1,
+    langgraph_streams=5,
 )
 
 
@@ -117,6 +123,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             rss_step=max(1, sizes.storage_rss_sessions // 20),
         ),
         "cluster": lambda: run_cluster(workdir, sizes.cluster),
+        "langgraph": lambda: run_langgraph(workdir, sessions=sizes.langgraph_sessions, streams=sizes.langgraph_streams),
     }
 
 

@@ -1,0 +1,196 @@
+"""The request bodies of LangGraph's server protocol, as the official SDKs send them (langgraph-sdk 0.4 and
+@langchain/langgraph-sdk): every field they may send is named, so a typo is a 422; the fields that mean
+nothing here (webhooks, tracing, checkpoints to fork from) are accepted and ignored.
+
+`research_request` turns a run's input (the fields of POST /api/research/start, or chat `messages`), with
+options from its `context` or `config.configurable`, into the ResearchRequest a session runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from research_tool.api.errors import ApiError
+from research_tool.models.request import ResearchRequest
+
+GRAPH_ID = "research"
+STREAM_MODES = ("values", "updates", "custom", "messages-tuple", "debug")
+OUTPUT_KEYS = frozenset(
+    {"answer", "short_answer", "answered", "citations", "findings", "stop_reason", "status", "refined_query", "report"}
+)
+REQUEST_FIELDS = frozenset(ResearchRequest.model_fields)
+StreamModeName = Literal["values", "updates", "custom", "messages-tuple", "debug"]
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ThreadCreate(Body):
+    thread_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+    graph_id: str | None = None
+    supersteps: list[Any] | None = None
+    ttl: Any = None
+
+
+class ThreadPatch(Body):
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    ttl: Any = None
+
+
+class ThreadSearch(Body):
+    metadata: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    ids: list[str] | None = None
+    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    sort_by: str | None = None
+    sort_order: Literal["asc", "desc"] | None = None
+    select: list[str] | None = None
+    extract: dict[str, Any] | None = None
+
+
+class HistoryRequest(Body):
+    limit: int = Field(default=10, ge=1, le=1000)
+    before: Any = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: dict[str, Any] | None = None
+
+
+class CheckpointRequest(Body):
+    checkpoint: dict[str, Any] = Field(default_factory=dict)
+    subgraphs: bool = False
+
+
+class AssistantSearch(Body):
+    metadata: dict[str, Any] | None = None
+    graph_id: str | None = None
+    name: str | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    sort_by: str | None = None
+    sort_order: str | None = None
+    select: list[str] | None = None
+
+
+class RunCommand(Body):
+    resume: Any = None
+    update: Any = None
+    goto: Any = None
+
+
+class RunCreate(Body):
+    assistant_id: str = GRAPH_ID
+    input: dict[str, Any] | None = None
+    command: RunCommand | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    stream_mode: StreamModeName | list[StreamModeName] | None = None
+    stream_subgraphs: bool = False
+    stream_resumable: bool = False
+    multitask_strategy: MultitaskStrategy = "reject"
+    if_not_exists: Literal["create", "reject"] = "reject"
+    on_disconnect: Literal["cancel", "continue"] = "continue"
+    on_completion: Literal["delete", "keep"] | None = None
+    interrupt_before: Any = None
+    interrupt_after: Any = None
+    feedback_keys: Any = None
+    webhook: Any = None
+    checkpoint: Any = None
+    checkpoint_id: Any = None
+    checkpoint_during: Any = None
+    after_seconds: Any = None
+    durability: Any = None
+    strict_resume: Any = None
+    langsmith_tracer: Any = None
+    signal: Any = None
+
+    def modes(self) -> list[str]:
+        if self.stream_mode is None:
+            return ["values"]
+        return [self.stream_mode] if isinstance(self.stream_mode, str) else list(dict.fromkeys(self.stream_mode))
+
+
+def unprocessable(message: str) -> ApiError:
+    return ApiError(422, message)
+
+
+def message_text(content: Any) -> str:
+    """A chat message's text: a string, or the text blocks of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            str(block.get("text", "")) if isinstance(block, dict) else str(block)
+            for block in content
+            if isinstance(block, str) or (isinstance(block, dict) and block.get("type", "text") == "text")
+        )
+    return ""
+
+
+def last_user_message(messages: Any) -> str | None:
+    if not isinstance(messages, list):
+        raise unprocessable("input.messages must be a list of messages")
+    for message in reversed(messages):
+        if isinstance(message, dict) and (message.get("role") in ("user", "human") or message.get("type") == "human"):
+            text = message_text(message.get("content")).strip()
+            if text:
+                return text
+    return None
+
+
+def run_options(run: RunCreate) -> dict[str, Any]:
+    """Research options given as the run's context or config.configurable (only the request's own fields:
+    LangGraph clients put their own keys, thread_id and checkpoint_ns among them, into configurable)."""
+    options: dict[str, Any] = {}
+    configurable = (run.config or {}).get("configurable") or {}
+    for source in (configurable, run.context or {}):
+        if isinstance(source, dict):
+            options.update({k: v for k, v in source.items() if k in REQUEST_FIELDS and k != "query"})
+    return options
+
+
+def research_request(run: RunCreate) -> ResearchRequest:
+    """The ResearchRequest of a run that starts research; a 422 when it names no question."""
+    given = dict(run.input or {})
+    messages = given.pop("messages", None)
+    unknown = sorted(k for k in given if k not in REQUEST_FIELDS and k not in OUTPUT_KEYS)
+    if unknown:
+        raise unprocessable(
+            f"unknown input field(s): {', '.join(unknown)}; give the fields of POST /api/research/start "
+            "or chat `messages`"
+        )
+    fields = {**run_options(run), **{k: v for k, v in given.items() if k in REQUEST_FIELDS}}
+    if "query" not in fields and messages is not None:
+        query = last_user_message(messages)
+        if query is not None:
+            fields["query"] = query
+    if not fields.get("query"):
+        raise unprocessable("the run's input names no question: give `query` or a user message in `messages`")
+    try:
+        return ResearchRequest.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise unprocessable(f"invalid input {where}: {first.get('msg', 'invalid value')}") from None
+
+
+def resume_answers(resume: Any) -> list[str]:
+    """The clarification answers of `command.resume`: a string, a list of strings, {"answers": [...]}, or a
+    map from interrupt id to any of those (what Command(resume={id: value}) sends)."""
+    if isinstance(resume, str):
+        return [resume] if resume.strip() else []
+    if isinstance(resume, list):
+        return [str(a) for a in resume if str(a).strip()]
+    if isinstance(resume, dict):
+        if "answers" in resume:
+            return resume_answers(resume["answers"])
+        return [a for value in resume.values() for a in resume_answers(value)]
+    return []

@@ -1,0 +1,318 @@
+"""LangGraph's server protocol (assistants, threads, runs, SSE streams) in the shapes the official SDKs parse,
+behind the API's token (`Authorization: Bearer` or the SDKs' `x-api-key`). One assistant, graph `research`;
+a thread is a research session. Not served: crons, the store, assistant CRUD and versions (docs/langgraph.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from research_tool import __version__
+from research_tool.api.auth import require_token
+from research_tool.api.errors import ApiError
+from research_tool.api.langgraph.bodies import (
+    GRAPH_ID,
+    STREAM_MODES,
+    AssistantSearch,
+    CheckpointRequest,
+    HistoryRequest,
+    RunCreate,
+    StreamModeName,
+    ThreadCreate,
+    ThreadPatch,
+    ThreadSearch,
+)
+from research_tool.api.langgraph.schemas import graph_json, graph_schemas
+from research_tool.api.langgraph.service import LangGraphProtocol
+from research_tool.api.langgraph.shapes import assistant, is_assistant, run_json
+from research_tool.api.langgraph.streaming import RunStream
+
+langgraph = APIRouter(tags=["langgraph"], dependencies=[Depends(require_token)], include_in_schema=False)
+
+ThreadId = Annotated[str, PathParam(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
+RunId = Annotated[str, PathParam(min_length=1, max_length=64)]
+
+
+def protocol_of(request: Request) -> LangGraphProtocol:
+    protocol: LangGraphProtocol | None = getattr(request.app.state, "langgraph", None)
+    if protocol is None:
+        raise ApiError(503, "the server is starting or stopping", retryable=True)
+    return protocol
+
+
+Protocol = Annotated[LangGraphProtocol, Depends(protocol_of)]
+
+
+def run_location(thread_id: str, run_id: str) -> str:
+    return f"/threads/{thread_id}/runs/{run_id}"
+
+
+# --- server ----------------------------------------------------------------------------------------
+
+
+@langgraph.get("/ok")
+async def ok() -> dict[str, bool]:
+    return {"ok": True}
+
+
+@langgraph.get("/info")
+async def info() -> dict[str, Any]:
+    return {
+        "version": __version__,
+        "langgraph_py_version": __version__,
+        "flags": {"assistants": True, "crons": False, "langsmith": False, "store": False},
+        "metadata": {"server": "research-tool", "graphs": [GRAPH_ID]},
+    }
+
+
+# --- assistants ------------------------------------------------------------------------------------
+
+
+def known_assistant(assistant_id: str) -> None:
+    if not is_assistant(assistant_id):
+        raise ApiError(404, f"unknown assistant: {assistant_id}; this server serves the graph '{GRAPH_ID}'")
+
+
+@langgraph.post("/assistants/search")
+async def search_assistants(body: AssistantSearch) -> list[dict[str, Any]]:
+    shown = assistant()
+    if body.graph_id not in (None, GRAPH_ID) or body.name not in (None, GRAPH_ID) or body.offset > 0:
+        return []
+    if body.metadata and any(shown["metadata"].get(k) != v for k, v in body.metadata.items()):
+        return []
+    return [shown]
+
+
+@langgraph.post("/assistants/count")
+async def count_assistants(body: AssistantSearch) -> int:
+    return len(await search_assistants(body))
+
+
+@langgraph.get("/assistants/{assistant_id}")
+async def get_assistant(assistant_id: str) -> dict[str, Any]:
+    known_assistant(assistant_id)
+    return assistant()
+
+
+@langgraph.get("/assistants/{assistant_id}/graph")
+async def get_assistant_graph(assistant_id: str, protocol: Protocol) -> dict[str, Any]:
+    known_assistant(assistant_id)
+    return graph_json(protocol.services.runner.graph)
+
+
+@langgraph.get("/assistants/{assistant_id}/schemas")
+async def get_assistant_schemas(assistant_id: str) -> dict[str, Any]:
+    known_assistant(assistant_id)
+    return graph_schemas()
+
+
+@langgraph.get("/assistants/{assistant_id}/subgraphs")
+async def get_assistant_subgraphs(assistant_id: str) -> dict[str, Any]:
+    known_assistant(assistant_id)
+    return {}
+
+
+# --- threads ---------------------------------------------------------------------------------------
+
+
+@langgraph.post("/threads")
+async def create_thread(body: ThreadCreate, protocol: Protocol) -> dict[str, Any]:
+    if body.graph_id not in (None, GRAPH_ID):
+        raise ApiError(404, f"unknown graph: {body.graph_id}; this server serves the graph '{GRAPH_ID}'")
+    return await protocol.create_thread(body.thread_id, body.metadata, body.if_exists)
+
+
+@langgraph.post("/threads/search")
+async def search_threads(body: ThreadSearch, protocol: Protocol) -> list[dict[str, Any]]:
+    return await protocol.search_threads(
+        metadata=body.metadata, status=body.status, ids=body.ids, limit=body.limit, offset=body.offset
+    )
+
+
+@langgraph.post("/threads/count")
+async def count_threads(body: ThreadSearch, protocol: Protocol) -> int:
+    found = await protocol.search_threads(
+        metadata=body.metadata, status=body.status, ids=body.ids, limit=10**6, offset=0
+    )
+    return len(found)
+
+
+@langgraph.get("/threads/{thread_id}")
+async def get_thread(thread_id: ThreadId, protocol: Protocol) -> dict[str, Any]:
+    return await protocol.thread_json(thread_id)
+
+
+@langgraph.patch("/threads/{thread_id}")
+async def patch_thread(thread_id: ThreadId, body: ThreadPatch, protocol: Protocol) -> dict[str, Any]:
+    return await protocol.patch_thread(thread_id, body.metadata)
+
+
+@langgraph.delete("/threads/{thread_id}", status_code=204, response_class=Response)
+async def delete_thread(thread_id: ThreadId, protocol: Protocol) -> Response:
+    await protocol.delete_thread(thread_id)
+    return Response(status_code=204)
+
+
+@langgraph.get("/threads/{thread_id}/state")
+async def get_thread_state(thread_id: ThreadId, protocol: Protocol) -> dict[str, Any]:
+    return await protocol.thread_state(thread_id)
+
+
+@langgraph.get("/threads/{thread_id}/state/{checkpoint_id}")
+async def get_thread_state_at(
+    thread_id: ThreadId, checkpoint_id: Annotated[str, PathParam(max_length=64)], protocol: Protocol
+) -> dict[str, Any]:
+    return await protocol.thread_state(thread_id, checkpoint_id)
+
+
+@langgraph.post("/threads/{thread_id}/state/checkpoint")
+async def get_thread_state_at_checkpoint(
+    thread_id: ThreadId, body: CheckpointRequest, protocol: Protocol
+) -> dict[str, Any]:
+    checkpoint_id = body.checkpoint.get("checkpoint_id")
+    return await protocol.thread_state(thread_id, str(checkpoint_id) if checkpoint_id else None)
+
+
+@langgraph.post("/threads/{thread_id}/history")
+async def thread_history(thread_id: ThreadId, body: HistoryRequest, protocol: Protocol) -> list[dict[str, Any]]:
+    return await protocol.history(thread_id, body.limit)
+
+
+# --- runs ------------------------------------------------------------------------------------------
+
+
+def stream_response(
+    protocol: LangGraphProtocol, thread_id: str, run_id: str, modes: list[str], last_event_id: str | None
+) -> StreamingResponse:
+    stream = RunStream(protocol, thread_id, run_id, modes)
+    location = run_location(thread_id, run_id)
+    return StreamingResponse(
+        stream.frames(last_event_id),
+        media_type="text/event-stream",
+        headers={
+            "Content-Location": location,
+            "Location": f"{location}/stream",
+            "Cache-Control": "no-store",
+            "X-Accel-Buffering": "no",
+        },
+    )
+
+
+async def stateless_cleanup(protocol: LangGraphProtocol, body: RunCreate, thread_id: str, run_id: str) -> None:
+    if body.on_completion != "keep":
+        run, _ = await protocol.get_run(thread_id, run_id)
+        if run.final:
+            await protocol.delete_thread(thread_id)
+
+
+@langgraph.post("/threads/{thread_id}/runs")
+async def create_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -> JSONResponse:
+    run = await protocol.create_run(thread_id, body)
+    shown, _ = await protocol.get_run(thread_id, run.run_id)
+    return JSONResponse(
+        run_json(shown, shown.status), headers={"Content-Location": run_location(thread_id, run.run_id)}
+    )
+
+
+@langgraph.post("/threads/{thread_id}/runs/stream")
+async def stream_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -> StreamingResponse:
+    run = await protocol.create_run(thread_id, body)
+    return stream_response(protocol, thread_id, run.run_id, body.modes(), None)
+
+
+@langgraph.post("/runs/stream")
+async def stream_stateless_run(body: RunCreate, protocol: Protocol) -> StreamingResponse:
+    run = await protocol.create_run(None, body)
+    response = stream_response(protocol, run.thread_id, run.run_id, body.modes(), None)
+    frames = response.body_iterator
+
+    async def then_clean_up() -> AsyncIterator[Any]:
+        async for chunk in frames:
+            yield chunk
+        await stateless_cleanup(protocol, body, run.thread_id, run.run_id)
+
+    response.body_iterator = then_clean_up()
+    del response.headers["location"]
+    return response
+
+
+async def wait_response(protocol: LangGraphProtocol, thread_id: str, run_id: str) -> JSONResponse:
+    run = await protocol.until_final(thread_id, run_id)
+    values = await protocol.final_values(thread_id, run)
+    return JSONResponse(values, headers={"Content-Location": run_location(thread_id, run_id)})
+
+
+@langgraph.post("/threads/{thread_id}/runs/wait")
+async def wait_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -> JSONResponse:
+    run = await protocol.create_run(thread_id, body)
+    return await wait_response(protocol, thread_id, run.run_id)
+
+
+@langgraph.post("/runs/wait")
+async def wait_stateless_run(body: RunCreate, protocol: Protocol) -> JSONResponse:
+    run = await protocol.create_run(None, body)
+    response = await wait_response(protocol, run.thread_id, run.run_id)
+    await stateless_cleanup(protocol, body, run.thread_id, run.run_id)
+    return response
+
+
+@langgraph.get("/threads/{thread_id}/runs")
+async def list_runs(
+    thread_id: ThreadId,
+    protocol: Protocol,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    status: Annotated[str | None, Query(max_length=20)] = None,
+) -> list[dict[str, Any]]:
+    await protocol.thread(thread_id)
+    runs, _ = await protocol.settled_runs(thread_id)
+    shown = [run_json(r, r.status) for r in reversed(runs) if status is None or r.status == status]
+    return shown[offset : offset + limit]
+
+
+@langgraph.get("/threads/{thread_id}/runs/{run_id}")
+async def get_run(thread_id: ThreadId, run_id: RunId, protocol: Protocol) -> dict[str, Any]:
+    run, _ = await protocol.get_run(thread_id, run_id)
+    return run_json(run, run.status)
+
+
+@langgraph.get("/threads/{thread_id}/runs/{run_id}/join")
+async def join_run(thread_id: ThreadId, run_id: RunId, protocol: Protocol) -> JSONResponse:
+    await protocol.get_run(thread_id, run_id)
+    return await wait_response(protocol, thread_id, run_id)
+
+
+@langgraph.get("/threads/{thread_id}/runs/{run_id}/stream")
+async def join_run_stream(
+    thread_id: ThreadId,
+    run_id: RunId,
+    protocol: Protocol,
+    stream_mode: Annotated[list[StreamModeName] | None, Query()] = None,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
+) -> StreamingResponse:
+    run, _ = await protocol.get_run(thread_id, run_id)
+    modes: list[str] = list(stream_mode) if stream_mode else RunCreate.model_validate(run.kwargs).modes()
+    return stream_response(protocol, thread_id, run_id, modes, last_event_id)
+
+
+@langgraph.post("/threads/{thread_id}/runs/{run_id}/cancel")
+async def cancel_run(
+    thread_id: ThreadId,
+    run_id: RunId,
+    protocol: Protocol,
+    wait: Annotated[bool, Query()] = False,
+    action: Annotated[str, Query(max_length=20)] = "interrupt",
+) -> Response:
+    await protocol.cancel(thread_id, run_id, action)
+    if wait:
+        await protocol.until_final(thread_id, run_id)
+        return Response(status_code=204)
+    return Response(status_code=202)
+
+
+__all__ = ["STREAM_MODES", "langgraph"]

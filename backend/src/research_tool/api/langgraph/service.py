@@ -1,0 +1,439 @@
+"""LangGraph threads and runs mapped onto research sessions (one store): a thread's id is its session's id, a
+run starts the session (or answers its clarifying question with `command.resume`), and what a run streams
+is read from the session's event log, so a dropped stream resumes exactly from its Last-Event-ID and a run
+survives `kill -9` with its session (the server resumes the session at start; the run's status follows it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi.encoders import jsonable_encoder
+from langchain_core.runnables import RunnableConfig
+
+from research_tool.api.errors import ApiError
+from research_tool.api.event_stream import session_events
+from research_tool.api.langgraph.bodies import GRAPH_ID, RunCreate, research_request, resume_answers
+from research_tool.api.langgraph.shapes import (
+    checkpoint_ref,
+    interrupt_json,
+    is_assistant,
+    output_values,
+    thread_json,
+)
+from research_tool.api.routes.research import check_corpus_dirs
+from research_tool.core.errors import SessionNotFoundError, SessionStateError
+from research_tool.core.logging import get_logger
+from research_tool.models.entities import utc_now_iso
+from research_tool.models.events import Event
+from research_tool.models.sessions import SessionRecord, check_session_id
+from research_tool.runtime.composition import ResearchServices
+from research_tool.runtime.langgraph_threads import RunRow, ThreadRow, ThreadRuns, open_thread_runs
+
+log = get_logger(__name__)
+
+SESSION_PAGE = 500
+PENDING_POLL_S = 0.5
+END_OF_RUN_TYPES = frozenset({"clarification_requested", "session_completed", "session_failed"})
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError(404, what)
+
+
+def thread_config(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+class LangGraphProtocol:
+    def __init__(self, services: ResearchServices, runs: ThreadRuns) -> None:
+        self.services = services
+        self.runs = runs
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- threads --------------------------------------------------------------------------------
+
+    async def record(self, thread_id: str) -> SessionRecord | None:
+        try:
+            return await self.services.store.get(thread_id)
+        except SessionNotFoundError:
+            return None
+
+    async def thread(self, thread_id: str) -> tuple[ThreadRow | None, SessionRecord | None]:
+        """The thread's row and session; 404 when neither exists (or its session was deleted)."""
+        row = await self.runs.get_thread(thread_id)
+        record = await self.record(thread_id)
+        if record is None and row is not None and row.started:
+            async with self._locks[thread_id]:  # a new round may be replacing the session: wait for it
+                return await self.thread_locked(thread_id)
+        if record is None and row is None:
+            raise not_found(f"unknown thread id: {thread_id}")
+        return row, record
+
+    async def thread_locked(self, thread_id: str) -> tuple[ThreadRow | None, SessionRecord | None]:
+        """`thread`, for a caller that holds the thread's lock."""
+        row = await self.runs.get_thread(thread_id)
+        record = await self.record(thread_id)
+        if record is None and (row is None or row.started):
+            if row is not None:  # its session was deleted through /api/research: the thread goes with it
+                await self.runs.delete_thread(thread_id)
+            raise not_found(f"unknown thread id: {thread_id}")
+        return row, record
+
+    async def create_thread(self, thread_id: str | None, metadata: dict[str, Any], if_exists: str) -> dict[str, Any]:
+        tid = check_session_id(thread_id) if thread_id else str(uuid.uuid4())
+        async with self._locks[tid]:
+            existing = await self.runs.get_thread(tid)
+            if existing is not None or await self.record(tid) is not None:
+                if if_exists == "do_nothing":
+                    return await self.thread_json(tid)
+                raise ApiError(409, f"thread {tid} already exists")
+            await self.runs.put_thread(tid, metadata)
+        return await self.thread_json(tid)
+
+    async def patch_thread(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any]:
+        row, record = await self.thread(thread_id)
+        merged = {**(row.metadata if row else {}), **metadata}
+        await self.runs.put_thread(thread_id, merged, started=record is not None)
+        return await self.thread_json(thread_id)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        async with self._locks[thread_id]:
+            _, record = await self.thread_locked(thread_id)
+            if record is not None:
+                with contextlib.suppress(SessionNotFoundError):
+                    await self.services.runner.delete(thread_id)
+            await self.runs.delete_thread(thread_id)
+        self._locks.pop(thread_id, None)
+
+    async def state_values(
+        self, thread_id: str, record: SessionRecord | None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
+        """The thread's values, its pending interrupts and the checkpoint snapshot (None before any run)."""
+        if record is None:
+            return {}, [], None
+        snapshot = await self.services.runner.graph.aget_state(thread_config(thread_id))
+        values = output_values(record, dict(snapshot.values or {}))
+        interrupts = [interrupt_json(i.value, i.id) for i in snapshot.interrupts]
+        if record.status != "awaiting_clarification":
+            interrupts = []
+        return values, interrupts, snapshot
+
+    async def thread_json(
+        self, thread_id: str, row: ThreadRow | None = None, record: SessionRecord | None = None, *, read: bool = True
+    ) -> dict[str, Any]:
+        if read:
+            row, record = await self.thread(thread_id)
+        values, interrupts, snapshot = await self.state_values(thread_id, record)
+        by_task: dict[str, list[dict[str, Any]]] = {}
+        if interrupts and snapshot is not None:
+            for task in snapshot.tasks:
+                if task.interrupts:
+                    by_task[task.id] = [interrupt_json(i.value, i.id) for i in task.interrupts]
+        pending = any(r.status == "pending" for r in await self.runs.runs_of(thread_id))
+        return thread_json(thread_id, row, record, values=values, interrupts=by_task, pending_runs=pending)
+
+    async def search_threads(
+        self, *, metadata: dict[str, Any] | None, status: str | None, ids: list[str] | None, limit: int, offset: int
+    ) -> list[dict[str, Any]]:
+        rows = {r.thread_id: r for r in await self.runs.all_threads()}
+        records: dict[str, SessionRecord] = {}
+        page = 0
+        while True:
+            chunk, total = await self.services.store.list_page(limit=SESSION_PAGE, offset=page * SESSION_PAGE)
+            records.update((r.id, r) for r in chunk)
+            page += 1
+            if page * SESSION_PAGE >= total or not chunk:
+                break
+        candidates: list[tuple[str, ThreadRow | None, SessionRecord | None]] = []
+        for tid in {*rows, *records}:
+            row, record = rows.get(tid), records.get(tid)
+            if record is None and row is not None and row.started:
+                continue  # its session was deleted
+            candidates.append((tid, row, record))
+        candidates.sort(key=lambda c: c[1].created_at if c[1] else c[2].created_at if c[2] else "", reverse=True)
+        found: list[dict[str, Any]] = []
+        skipped = 0
+        for tid, row, record in candidates:
+            if ids is not None and tid not in ids:
+                continue
+            shown = thread_json(tid, row, record, values={}, interrupts={}, pending_runs=False)
+            if metadata and any(shown["metadata"].get(k) != v for k, v in metadata.items()):
+                continue
+            if status is not None and shown["status"] != status:
+                continue
+            if skipped < offset:
+                skipped += 1
+                continue
+            found.append(await self.thread_json(tid, row, record, read=False))
+            if len(found) >= limit:
+                break
+        return found
+
+    async def thread_state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        _, record = await self.thread(thread_id)
+        if checkpoint_id is None or record is None:
+            values, interrupts, snapshot = await self.state_values(thread_id, record)
+            return self.state_json(thread_id, values, interrupts, snapshot)
+        config = thread_config(thread_id)
+        config["configurable"]["checkpoint_id"] = checkpoint_id
+        snapshot = await self.services.runner.graph.aget_state(config)
+        if not snapshot.values:
+            raise not_found(f"unknown checkpoint {checkpoint_id} of thread {thread_id}")
+        return self.state_json(thread_id, output_values(record, dict(snapshot.values)), [], snapshot)
+
+    def state_json(
+        self, thread_id: str, values: dict[str, Any], interrupts: list[dict[str, Any]], snapshot: Any
+    ) -> dict[str, Any]:
+        if snapshot is None:
+            return {
+                "values": values,
+                "next": [],
+                "checkpoint": checkpoint_ref(thread_id, None),
+                "metadata": {},
+                "created_at": None,
+                "parent_checkpoint": None,
+                "tasks": [],
+                "interrupts": [],
+            }
+        checkpoint_id = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id")
+        parent = (snapshot.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        tasks = [
+            {
+                "id": task.id,
+                "name": task.name,
+                "error": None,
+                "interrupts": [interrupt_json(i.value, i.id) for i in task.interrupts] if interrupts else [],
+                "checkpoint": None,
+                "state": None,
+                "result": None,
+            }
+            for task in snapshot.tasks
+        ]
+        return {
+            "values": values,
+            "next": list(snapshot.next),
+            "checkpoint": checkpoint_ref(thread_id, checkpoint_id),
+            "metadata": jsonable_encoder(snapshot.metadata or {}),
+            "created_at": snapshot.created_at,
+            "parent_checkpoint": checkpoint_ref(thread_id, parent) if parent else None,
+            "tasks": tasks,
+            "interrupts": interrupts,
+        }
+
+    async def history(self, thread_id: str, limit: int) -> list[dict[str, Any]]:
+        _, record = await self.thread(thread_id)
+        if record is None:
+            return []
+        states = []
+        async for snapshot in self.services.runner.graph.aget_state_history(thread_config(thread_id), limit=limit):
+            values = output_values(record, dict(snapshot.values or {}))
+            states.append(self.state_json(thread_id, values, [], snapshot))
+        return states
+
+    # --- runs -----------------------------------------------------------------------------------
+
+    async def run_status(self, run: RunRow, record: SessionRecord | None, current: bool) -> str:
+        """The run's status: as written once final; else derived from its session's while it is the
+        thread's current run (and then written once final)."""
+        if run.final or run.status == "pending":
+            return run.status
+        if not current:
+            status = "interrupted" if run.cancel_reason else "success"
+        elif record is None:
+            status = "error"
+        elif record.status == "awaiting_clarification":
+            status = "interrupted"
+        elif record.status == "completed":
+            status = "interrupted" if run.cancel_reason else "success"
+        elif record.status == "failed":
+            status = "error"
+        else:
+            return "running"
+        await self.runs.update_run(run.run_id, status=status)
+        run.status = status
+        return status
+
+    async def settled_runs(self, thread_id: str) -> tuple[list[RunRow], SessionRecord | None]:
+        """The thread's runs with their statuses brought up to date, oldest first."""
+        runs = await self.runs.runs_of(thread_id)
+        record = await self.record(thread_id)
+        started = [r for r in runs if r.status != "pending"]
+        current = started[-1].run_id if started else None
+        for run in runs:
+            await self.run_status(run, record, run.run_id == current)
+        return runs, record
+
+    async def get_run(self, thread_id: str, run_id: str) -> tuple[RunRow, SessionRecord | None]:
+        await self.thread(thread_id)
+        runs, record = await self.settled_runs(thread_id)
+        for run in runs:
+            if run.run_id == run_id:
+                return run, record
+        raise not_found(f"unknown run id {run_id} on thread {thread_id}")
+
+    async def create_run(self, thread_id: str | None, body: RunCreate) -> RunRow:
+        if not is_assistant(body.assistant_id):
+            raise not_found(f"unknown assistant: {body.assistant_id}; this server serves the graph '{GRAPH_ID}'")
+        if body.multitask_strategy not in ("reject", "enqueue"):
+            raise ApiError(422, f"multitask_strategy {body.multitask_strategy!r} is not served: use reject or enqueue")
+        if thread_id is None:
+            thread_id = str(uuid.uuid4())
+            await self.runs.put_thread(thread_id, {"stateless": True})
+        else:
+            check_session_id(thread_id)
+        async with self._locks[thread_id]:
+            try:
+                await self.thread_locked(thread_id)
+            except ApiError:
+                if body.if_not_exists != "create":
+                    raise
+                await self.runs.put_thread(thread_id, {})
+            runs, record = await self.settled_runs(thread_id)
+            resume = body.command.resume if body.command is not None else None
+            run = RunRow(
+                run_id=str(uuid.uuid4()),
+                thread_id=thread_id,
+                assistant_id=body.assistant_id,
+                status="running",
+                created_at=utc_now_iso(),
+                updated_at=utc_now_iso(),
+                metadata=body.metadata or {},
+                multitask_strategy=body.multitask_strategy,
+                kwargs=body.model_dump(mode="json", exclude_none=True),
+                start_seq=0,
+            )
+            if resume is not None:
+                if record is None or record.status != "awaiting_clarification":
+                    raise ApiError(409, f"thread {thread_id} has no interrupt to resume")
+                run.start_seq = await self.last_seq(thread_id)
+                await self.services.runner.provide_answers(thread_id, resume_answers(resume))
+                await self.runs.add_run(run)
+                return run
+            request = research_request(body)
+            check_corpus_dirs(request, self.services.settings)
+            self.services.validate(request)
+            busy = any(r.status in ("pending", "running") for r in runs) or (record is not None and not record.finished)
+            if busy:
+                if body.multitask_strategy == "reject":
+                    raise ApiError(409, f"thread {thread_id} is busy with a run; enqueue it or wait")
+                run.status = "pending"
+                await self.runs.add_run(run)
+                return run
+            await self.start_session(thread_id, request, record is not None)
+            await self.runs.add_run(run)
+            return run
+
+    async def start_session(self, thread_id: str, request: Any, replace: bool) -> None:
+        """A new research round on the thread: a finished session of an earlier run makes way for it."""
+        if replace:
+            await self.services.runner.delete(thread_id)
+        await self.services.runner.create(request, thread_id)
+        self.services.runner.submit(thread_id)
+        await self.runs.mark_started(thread_id)
+
+    async def last_seq(self, thread_id: str) -> int:
+        events = await self.services.events.replay(thread_id)
+        return events[-1].seq if events else 0
+
+    def session_finished(self, session_id: str) -> None:
+        """Runner callback: a session's task ended here; start the thread's next enqueued run, if any."""
+        task = asyncio.create_task(self.dispatch(session_id), name=f"langgraph-dispatch-{session_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def dispatch(self, thread_id: str) -> None:
+        async with self._locks[thread_id]:
+            runs, record = await self.settled_runs(thread_id)
+            if record is not None and not record.finished:
+                return
+            pending = [r for r in runs if r.status == "pending"]
+            if not pending:
+                return
+            run = pending[0]
+            try:
+                request = research_request(RunCreate.model_validate(run.kwargs))
+                await self.start_session(thread_id, request, record is not None)
+            except Exception as exc:
+                log.warning("langgraph_enqueued_run_failed", thread_id=thread_id, run_id=run.run_id, error=str(exc))
+                await self.runs.update_run(run.run_id, status="error")
+                return
+            await self.runs.update_run(run.run_id, status="running", start_seq=0)
+
+    async def cancel(self, thread_id: str, run_id: str, action: str) -> RunRow:
+        if action != "interrupt":
+            raise ApiError(422, f"cancel action {action!r} is not served: use action=interrupt (stop with a report)")
+        run, _ = await self.get_run(thread_id, run_id)
+        if run.final:
+            return run
+        await self.runs.update_run(run_id, cancel_reason="interrupt")
+        run.cancel_reason = "interrupt"
+        if run.status == "pending":
+            await self.runs.update_run(run_id, status="interrupted")
+            run.status = "interrupted"
+            return run
+        with contextlib.suppress(SessionStateError, SessionNotFoundError):
+            await self.services.runner.request_stop(thread_id)
+        return run
+
+    async def run_events(self, thread_id: str, run_id: str, after: int) -> AsyncIterator[Event | None]:
+        """The events of the run (seq > after), live until the run ends; None while nothing happens."""
+        while True:
+            run, _ = await self.get_run(thread_id, run_id)
+            if run.status != "pending":
+                break
+            yield None
+            await asyncio.sleep(PENDING_POLL_S)
+        if run.final and run.status == "error" and await self.record(thread_id) is None:
+            return
+        async for event in session_events(self.services, thread_id, max(after, run.start_seq)):
+            yield event
+            if event is not None and event.type in END_OF_RUN_TYPES:
+                return
+
+    async def until_final(self, thread_id: str, run_id: str) -> RunRow:
+        async for _ in self.run_events(thread_id, run_id, 0):
+            pass
+        for _ in range(50):  # the session's row is written just before its final event; this is at most a tick
+            run, _record = await self.get_run(thread_id, run_id)
+            if run.final:
+                return run
+            await asyncio.sleep(0.02)
+        return run
+
+    async def final_values(self, thread_id: str, run: RunRow) -> dict[str, Any]:
+        record = await self.record(thread_id)
+        values, interrupts, _ = await self.state_values(thread_id, record)
+        if interrupts and run.status == "interrupted" and not run.cancel_reason:
+            values["__interrupt__"] = interrupts
+        if run.status == "error":
+            values["__error__"] = {"error": "ResearchFailed", "message": (record.error if record else None) or ""}
+        return values
+
+    async def resume_pending(self) -> None:
+        for thread_id in await self.runs.threads_with_pending_runs():
+            await self.dispatch(thread_id)
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+@asynccontextmanager
+async def open_langgraph_protocol(services: ResearchServices) -> AsyncIterator[LangGraphProtocol]:
+    async with open_thread_runs(services.conn, services.settings.data_dir) as runs:
+        protocol = LangGraphProtocol(services, runs)
+        services.runner.on_finished(protocol.session_finished)
+        await protocol.resume_pending()
+        try:
+            yield protocol
+        finally:
+            await protocol.aclose()

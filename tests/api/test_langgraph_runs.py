@@ -1,0 +1,162 @@
+"""LangGraph runs on research sessions with the official clients, unmodified: a cancel mid-run (our stop: a
+partial report), multitask reject/enqueue, a clarifying question as an interrupt answered with
+Command(resume=...), a dropped stream rejoined exactly with Last-Event-ID, and RemoteGraph used as a node
+of a small parent graph."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import httpx
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.pregel.remote import RemoteGraph
+from langgraph.types import Command
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from tests.support.polling import eventually
+
+from .conftest import OK_BODY, QUESTION, LiveApi, SlowWiki, offline_settings, serve
+
+SLOW_INPUT = {**OK_BODY, "tier": "standard"}
+
+
+@pytest.fixture
+async def slow_api(tmp_path: Path, slow_wiki: SlowWiki) -> AsyncIterator[LiveApi]:
+    with slow_wiki(0.25) as (url, _):
+        async with serve(offline_settings(tmp_path / "data", url)) as live:
+            yield live
+
+
+def client_of(api: LiveApi) -> LangGraphClient:
+    return get_client(url=api.base_url, api_key=None)
+
+
+async def collecting(api: LiveApi, thread_id: str) -> bool:
+    return any(e.type == "phase_started" and e.phase == "collect" for e in await api.services.events.replay(thread_id))
+
+
+async def test_cancel_mid_run_stops_with_a_partial_report_and_enqueued_runs_follow(slow_api: LiveApi) -> None:
+    sdk = client_of(slow_api)
+    tid = (await sdk.threads.create())["thread_id"]
+    first = await sdk.runs.create(tid, "research", input=SLOW_INPUT)
+    assert first["status"] in ("pending", "running")
+    with pytest.raises(httpx.HTTPStatusError) as busy:
+        await sdk.runs.create(tid, "research", input=SLOW_INPUT, multitask_strategy="reject")
+    assert busy.value.response.status_code == 409
+    follow_up = "How do I read and write JSON files with the json module?"
+    queued = await sdk.runs.create(tid, "research", input={**OK_BODY, "query": follow_up}, multitask_strategy="enqueue")
+    assert queued["status"] == "pending"
+    assert (await sdk.threads.get(tid))["status"] == "busy"
+
+    await eventually(lambda: collecting(slow_api, tid))
+    await sdk.runs.cancel(tid, first["run_id"], wait=True, action="interrupt")
+    cancelled = await sdk.runs.get(tid, first["run_id"])
+    assert cancelled["status"] == "interrupted"
+
+    # the enqueued run starts once the first has ended: a new research round on the same thread
+    values = await sdk.runs.join(tid, queued["run_id"])
+    assert values["query"] == follow_up and values["answer"]
+    assert (await sdk.runs.get(tid, queued["run_id"]))["status"] == "success"
+    assert [r["status"] for r in await sdk.runs.list(tid)] == ["success", "interrupted"]
+    assert (await slow_api.status(tid))["query"] == follow_up
+
+
+async def test_cancel_answers_with_the_partial_report(slow_api: LiveApi) -> None:
+    sdk = client_of(slow_api)
+    tid = (await sdk.threads.create())["thread_id"]
+    run = await sdk.runs.create(tid, "research", input=SLOW_INPUT)
+    await eventually(lambda: collecting(slow_api, tid))
+    await sdk.runs.cancel(tid, run["run_id"], wait=True)
+    state = await sdk.threads.get_state(tid)
+    assert state["values"]["stop_reason"] == "user_requested"
+    assert state["values"]["answer"] and state["values"]["messages"][-1]["type"] == "ai"
+    assert (await sdk.threads.get(tid))["status"] == "idle"
+
+
+async def test_a_clarifying_question_is_an_interrupt_and_resume_answers_it(api: LiveApi) -> None:
+    sdk = client_of(api)
+    tid = (await sdk.threads.create())["thread_id"]
+    ambiguous = {**OK_BODY, "query": "Python", "clarify": True}
+    parts = [p async for p in sdk.runs.stream(tid, "research", input=ambiguous, stream_mode=["updates", "values"])]
+    interrupts = [p.data["__interrupt__"] for p in parts if p.event == "updates" and "__interrupt__" in p.data]
+    assert len(interrupts) == 1 and interrupts[0][0]["value"]["questions"] and interrupts[0][0]["id"]
+    assert "__interrupt__" in parts[-1].data  # the stream ends at the question
+
+    thread = await sdk.threads.get(tid)
+    assert thread["status"] == "interrupted"
+    pending = [i for found in thread["interrupts"].values() for i in found]
+    assert [i["id"] for i in pending] == [interrupts[0][0]["id"]]
+    asked = await sdk.runs.list(tid)
+    assert asked[0]["status"] == "interrupted"
+    state = await sdk.threads.get_state(tid)
+    assert state["next"] == ["ask"] and state["interrupts"][0]["value"]["questions"]
+
+    values = await sdk.runs.wait(tid, "research", command={"resume": "the programming language"})
+    assert isinstance(values, dict) and values["answer"]
+    assert "the programming language" in values["refined_query"]
+    assert (await sdk.threads.get(tid))["status"] == "idle"
+    assert [r["status"] for r in await sdk.runs.list(tid)] == ["success", "interrupted"]
+    with pytest.raises(httpx.HTTPStatusError) as nothing_to_resume:
+        await sdk.runs.wait(tid, "research", command={"resume": "again"})
+    assert nothing_to_resume.value.response.status_code == 409
+
+
+async def test_a_dropped_stream_resumes_exactly_from_its_last_event_id(slow_api: LiveApi) -> None:
+    sdk = client_of(slow_api)
+    tid = (await sdk.threads.create())["thread_id"]
+    modes: Any = ["custom", "updates", "values"]
+    run = await sdk.runs.create(tid, "research", input=SLOW_INPUT, stream_mode=modes)
+    first: list[Any] = []
+    async with aclosing(sdk.runs.join_stream(tid, run["run_id"], stream_mode=modes)) as stream:
+        async for part in stream:
+            first.append(part)
+            if part.event == "updates" and "plan" in part.data:
+                break  # the client drops mid-run
+    assert first[-1].id
+    rest = [p async for p in sdk.runs.join_stream(tid, run["run_id"], stream_mode=modes, last_event_id=first[-1].id)]
+    assert rest[0].event == "metadata"
+    whole = [p async for p in sdk.runs.join_stream(tid, run["run_id"], stream_mode=modes)]
+    seen = [(p.id, p.event) for p in first + rest[1:] if p.event != "metadata"]
+    assert seen == [(p.id, p.event) for p in whole if p.event != "metadata"]
+    assert whole[-1].event == "values" and whole[-1].data["answer"]
+
+
+class Chat(TypedDict, total=False):
+    messages: Annotated[list[Any], add_messages]
+    answer: str
+    citations: list[dict[str, Any]]
+    stop_reason: str
+
+
+async def test_remote_graph_as_a_node_of_a_parent_graph(api: LiveApi) -> None:
+    remote = RemoteGraph("research", url=api.base_url, api_key=None)
+    builder = StateGraph(Chat)
+    builder.add_node("research", remote)
+    builder.add_edge(START, "research")
+    builder.add_edge("research", END)
+    parent = builder.compile()
+    result = await parent.ainvoke(
+        {"messages": [{"role": "user", "content": QUESTION}]},
+        {"configurable": {"providers": ["wikipedia"], "fetch": False, "tier": "simple"}},
+    )
+    assert result["answer"] and result["citations"] and result["stop_reason"]
+    assert result["messages"][-1].type == "ai" and "Sources:" in result["messages"][-1].content
+    sdk = client_of(api)
+    assert await sdk.threads.search() == []  # a stateless run: nothing left behind
+
+    # with a thread: the remote graph's own state is readable through RemoteGraph too
+    thread = await sdk.threads.create()
+    config: Any = {"configurable": {"thread_id": thread["thread_id"], "fetch": False, "tier": "simple"}}
+    out = await remote.ainvoke({"query": QUESTION, "providers": ["wikipedia"]}, config)
+    state = await remote.aget_state(config)
+    assert state.values["answer"] == out["answer"]
+    paused = await remote.ainvoke({**OK_BODY, "query": "Python", "clarify": True}, config)
+    assert paused.get("__interrupt__") or (await sdk.threads.get(thread["thread_id"]))["status"] == "interrupted"
+    resumed = await remote.ainvoke(Command(resume=["the programming language"]), config)
+    assert "the programming language" in resumed["refined_query"]
