@@ -638,7 +638,7 @@ class CorpusIndex:
 
     async def texts(self, urls: Sequence[str]) -> dict[str, str]:
         """The indexed text of each document url there is one for (the first document of a url)."""
-        return await asyncio.to_thread(self.texts_sync, urls)
+        return await run_in_index_pool(_folder_key(None), lambda _cancel: self.texts_sync(urls))
 
     def texts_sync(self, urls: Sequence[str]) -> dict[str, str]:
         """Sessions keep a local document's text here, by reference, instead of a copy (issue 24)."""
