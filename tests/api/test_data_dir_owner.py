@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 from contextlib import ExitStack
@@ -25,6 +26,8 @@ from tests.support.servers import START_TIMEOUT_S, cli, first_healthy, serve
 
 from .conftest import OK_BODY, free_socket, sse_events
 from .test_crash_resume import QUESTIONS, server_env, statuses
+
+SESSIONS = int(os.environ.get("RESEARCH_TEST_OWNER_SESSIONS", "3"))  # the check: 6
 
 
 def error_lines(process: subprocess.Popen[bytes]) -> list[str]:
@@ -60,7 +63,8 @@ async def test_two_servers_on_a_killed_servers_data_dir_one_refused_and_every_se
             assert await first_healthy({port: first}) == port
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30, trust_env=False) as client:
                 ids = []
-                for question in QUESTIONS:
+                for n in range(SESSIONS):
+                    question = f"{QUESTIONS[n % len(QUESTIONS)]} (variant {n})"
                     started = await client.post("/api/research/start", json={**OK_BODY, "query": question})
                     assert started.status_code == 202, started.text
                     ids.append(started.json()["session_id"])
