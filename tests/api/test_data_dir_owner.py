@@ -58,6 +58,7 @@ async def test_two_servers_on_a_killed_servers_data_dir_one_refused_and_every_se
 ) -> None:
     with running_wiki(delay_s=0.4, pages=wiki_pages) as (wiki_url, _):
         env = server_env(tmp_path / "data", wiki_url)
+        env.update(RESEARCH_MAX_CONCURRENT_SESSIONS=str(SESSIONS))  # all running when the server is killed
         port = free_socket().getsockname()[1]
         with serve(env, tmp_path, port) as first:
             assert await first_healthy({port: first}) == port
