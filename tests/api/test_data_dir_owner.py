@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 from contextlib import ExitStack
@@ -109,6 +110,11 @@ async def test_two_servers_on_a_killed_servers_data_dir_one_refused_and_every_se
                     seqs = [e["seq"] for e in events]
                     assert seqs == list(range(1, len(seqs) + 1)), f"gap or duplicate in {seqs}"
                     assert events[-1]["type"] == "session_completed"
+            # `show` reads beside the live owner, also when it must render the report from the checkpoint
+            shutil.rmtree(tmp_path / "data" / "exports" / ids[0], ignore_errors=True)
+            show_code, report, show_err = await run_cli(env, "show", ids[0], "--format", "json")
+            assert show_code == 0, show_err
+            assert json.loads(report)["citations"]
 
 
 def test_serve_on_a_network_address_without_a_token_refuses_to_start(tmp_path: Path) -> None:
