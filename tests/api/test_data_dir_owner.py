@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import signal
 import subprocess
 from contextlib import ExitStack
@@ -25,6 +27,8 @@ from tests.support.servers import START_TIMEOUT_S, cli, first_healthy, serve
 
 from .conftest import OK_BODY, free_socket, sse_events
 from .test_crash_resume import QUESTIONS, server_env, statuses
+
+SESSIONS = int(os.environ.get("RESEARCH_TEST_OWNER_SESSIONS", "3"))  # the check: 6
 
 
 def error_lines(process: subprocess.Popen[bytes]) -> list[str]:
@@ -55,12 +59,14 @@ async def test_two_servers_on_a_killed_servers_data_dir_one_refused_and_every_se
 ) -> None:
     with running_wiki(delay_s=0.4, pages=wiki_pages) as (wiki_url, _):
         env = server_env(tmp_path / "data", wiki_url)
+        env.update(RESEARCH_MAX_CONCURRENT_SESSIONS=str(SESSIONS))  # all running when the server is killed
         port = free_socket().getsockname()[1]
         with serve(env, tmp_path, port) as first:
             assert await first_healthy({port: first}) == port
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30, trust_env=False) as client:
                 ids = []
-                for question in QUESTIONS:
+                for n in range(SESSIONS):
+                    question = f"{QUESTIONS[n % len(QUESTIONS)]} (variant {n})"
                     started = await client.post("/api/research/start", json={**OK_BODY, "query": question})
                     assert started.status_code == 202, started.text
                     ids.append(started.json()["session_id"])
@@ -104,6 +110,11 @@ async def test_two_servers_on_a_killed_servers_data_dir_one_refused_and_every_se
                     seqs = [e["seq"] for e in events]
                     assert seqs == list(range(1, len(seqs) + 1)), f"gap or duplicate in {seqs}"
                     assert events[-1]["type"] == "session_completed"
+            # `show` reads beside the live owner, also when it must render the report from the checkpoint
+            shutil.rmtree(tmp_path / "data" / "exports" / ids[0], ignore_errors=True)
+            show_code, report, show_err = await run_cli(env, "show", ids[0], "--format", "json")
+            assert show_code == 0, show_err
+            assert json.loads(report)["citations"]
 
 
 def test_serve_on_a_network_address_without_a_token_refuses_to_start(tmp_path: Path) -> None:
