@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 from research_tool.core.untrusted_text import clean_text
+from research_tool.engines.llm_schemas import ApplyAnswersAnswer
+from research_tool.engines.structured_output import parse_structured
 from research_tool.models.entities import SourceResult
 from research_tool.providers.fetching.crawler import FetchedPage
 from research_tool.providers.local_corpus.documents import read_documents
@@ -52,8 +54,5 @@ def test_html_fragments_fetched_pages_and_local_documents() -> None:
 
 
 def test_model_answers_lose_control_characters_before_validation() -> None:
-    from research_tool.engines.llm_schemas import ApplyAnswersAnswer
-    from research_tool.engines.structured_output import parse_structured
-
     answer = parse_structured('{"refined_query": "subprocess\\u0000 timeouts\\u0007"}', ApplyAnswersAnswer)
     assert answer.refined_query == "subprocess timeouts"
