@@ -81,3 +81,26 @@ async def test_a_search_result_with_nul_bytes_completes(settings: Settings) -> N
     assert counter.count >= 1
     assert result.record.status == "completed", result.record.error
     assert_clean_report(result.report)
+
+
+async def test_a_provider_error_quoting_nul_bytes_is_recorded(settings: Settings, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "notes.md").write_text("# Subprocess timeouts\n\n" + NUL_TEXT.replace("\u0000", ""), encoding="utf-8")
+    with counting_server(400, b"bad\x00 request \x07 from the provider") as (url, counter):
+        key = SecretStr("test-key")
+        both = settings.model_copy(update={"tavily_base_url": url, "tavily_api_key": key, "tavily_rps": 100.0})
+        request = ResearchRequest(
+            query=QUESTION,
+            providers=["tavily", "local"],
+            corpus_dirs=[str(corpus)],
+            fetch=False,
+            clarify=False,
+            tier="simple",
+        )
+        result = await run_session(both, request)
+    assert counter.count >= 1
+    assert result.record.status == "completed", result.record.error
+    failures = list((result.state.get("access_failures") or {}).values())
+    assert failures and all(not CONTROL.search(f["message"]) for f in failures)
+    assert "bad request" in failures[0]["message"]

@@ -59,6 +59,7 @@ def cli(data_dir: Path, *args: str, timeout: float, **extra: str) -> subprocess.
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_index_skips_a_fifo_and_a_file_over_the_size_limit(tmp_path: Path) -> None:
     folder = small_folder(tmp_path / "corpus")
@@ -125,6 +126,7 @@ async def test_one_folders_calls_leave_threads_for_another_folder() -> None:
     assert all(done.is_set() for done in finished[:FOLDER_SHARE])
 
 
+@pytest.mark.slow
 def test_a_run_stops_its_search_at_the_deadline(tmp_path: Path) -> None:
     folder = dense_folder(tmp_path / "dense", 40_000)  # about a minute for one uninterrupted search
     started = time.monotonic()

@@ -1,5 +1,5 @@
-"""Issue 22 item 3: where untrusted text enters, control characters leave: provider results (`SourceResult`),
-provider HTML fragments (`plain_text`), fetched pages (`FetchedPage`), local documents (`CorpusDocument`)."""
+"""Issue 22 item 3: where untrusted text enters, control characters leave: provider results (`SourceResult`), model
+answers (`parse_structured`), HTML fragments (`plain_text`), fetched pages (`FetchedPage`), local documents."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 from research_tool.core.untrusted_text import clean_text
+from research_tool.engines.llm_schemas import ApplyAnswersAnswer
+from research_tool.engines.structured_output import parse_structured
 from research_tool.models.entities import SourceResult
 from research_tool.providers.fetching.crawler import FetchedPage
 from research_tool.providers.local_corpus.documents import read_documents
@@ -49,3 +51,8 @@ def test_html_fragments_fetched_pages_and_local_documents() -> None:
     assert "\u0000" not in doc.text
     (txt,) = read_documents(Path("n.txt"), "Title\u0000\nBody\u0000 text".encode())
     assert "\u0000" not in txt.title + txt.text
+
+
+def test_model_answers_lose_control_characters_before_validation() -> None:
+    answer = parse_structured('{"refined_query": "subprocess\\u0000 timeouts\\u0007"}', ApplyAnswersAnswer)
+    assert answer.refined_query == "subprocess timeouts"

@@ -117,6 +117,8 @@ class Citation(StrictModel):
 
 
 class AccessFailure(StrictModel):
+    """A provider or page that could not be read; its message may quote the remote side (cleaned like SourceResult)."""
+
     provider: str
     url: str | None = None
     query: str | None = None
@@ -124,6 +126,11 @@ class AccessFailure(StrictModel):
     message: str
     iteration: int = 0
     at: str = Field(default_factory=utc_now_iso)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_untrusted_text(cls, data: Any) -> Any:
+        return clean_value(data) if isinstance(data, dict) else data
 
     def key(self) -> str:
         raw = f"{self.provider}|{self.url}|{self.query}|{self.error_type}|{self.iteration}"

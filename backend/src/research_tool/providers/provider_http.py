@@ -21,6 +21,7 @@ from research_tool.core.errors import (
     ProviderTimeoutError,
     RateLimitError,
 )
+from research_tool.core.untrusted_text import clean_text
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.resilience.rate_limiter import provider_limiter
 
@@ -69,7 +70,12 @@ def rate_limited(
 
 
 def error_message(response: httpx.Response) -> str:
-    """The provider's own words for an error ({"error": ...}, {"message": ...}, {"detail": {"error": ...}})."""
+    """The provider's own words for an error ({"error": ...}, {"message": ...}, {"detail": {"error": ...}}), without
+    control characters: they are stored with the access failure (core/untrusted_text.py)."""
+    return clean_text(_provider_words(response))
+
+
+def _provider_words(response: httpx.Response) -> str:
     try:
         body = response.json()
     except (ValueError, UnicodeDecodeError):

@@ -7,12 +7,12 @@ answer, findings, gaps and short answer; the LLM engine for reflection gaps, cla
 and entities) drops a piece of text that has any.
 
 What counts (each compared in a normal form):
-- URLs with a scheme or starting `www.`, and bare host names under a common top-level domain: known when the
-  detail (lower case, without scheme, `www.` and trailing `/`) starts some known URL or host (`docs.python.org`
-  is known from `https://docs.python.org/3/library/subprocess.html`);
+- URLs with a scheme or starting `www.`, and bare host names under a common top-level domain: known when a
+  source holds the detail without its scheme, `www.` and trailing `/` (`docs.python.org` is known from
+  `https://docs.python.org/3/library/subprocess.html`);
 - e-mail addresses: known when a source holds the same address;
 - phone numbers (an international `+` form, a `(area) number` form, or 3-3-4 digit groups): known when a source
-  holds a phone number with the same digits;
+  holds a number with the same digits (whatever separates them);
 - street addresses ("221 Baker Street"): known when a source holds the same words.
 Module and API names (`subprocess.run`, `os.path`) are not host names: their last part is no listed TLD.
 """
@@ -69,36 +69,33 @@ def contact_details(text: str) -> list[tuple[str, str]]:
 
 
 class ContactGuard:
-    """The contact details the sources hold; `foreign(text)` lists those of `text` that no source holds."""
+    """What the sources say, to tell which contact details of a model's text none of them holds.
+
+    Only the model's text is searched for details (it is short); each one is then looked up in the sources'
+    text in a normal form (substring searches), so building a guard over a session's sources is one pass of
+    lower-casing, not five expressions over megabytes."""
 
     def __init__(self, texts: Iterable[str]) -> None:
-        self._urls: set[str] = set()
-        self._emails: set[str] = set()
-        self._phones: set[str] = set()
-        self._text = ""
-        kept: list[str] = []
-        for text in texts:
-            if not text:
-                continue
-            kept.append(_words(text))
-            for kind, detail in contact_details(text):
-                if kind == "url":
-                    self._urls.add(_url_key(detail))
-                elif kind == "email":
-                    self._emails.add(detail.lower())
-                elif kind == "phone":
-                    self._phones.add(_digits(detail))
-        self._text = "\n".join(kept)
+        self._lower = "\n".join(text.lower() for text in texts if text)
+        self._flat: str | None = None
 
     def _known(self, kind: str, detail: str) -> bool:
         if kind == "url":
             key = _url_key(detail)
-            return bool(key) and any(url.startswith(key) for url in self._urls)
+            return bool(key) and key in self._lower
         if kind == "email":
-            return detail.lower() in self._emails
-        if kind == "phone":
-            return _digits(detail) in self._phones
-        return _words(detail) in self._text
+            return detail.lower() in self._lower
+        if kind == "phone":  # the same digits, whatever separates them: "+44 20 7946-0958" ~ "(20) 7946 0958"
+            pattern = re.compile("[\\s.()+-]*".join(_digits(detail)))
+            text = self._lower
+            return any(
+                (m.start() == 0 or not text[m.start() - 1].isdigit())
+                and (m.end() == len(text) or not text[m.end()].isdigit())
+                for m in pattern.finditer(text)
+            )
+        if self._flat is None:
+            self._flat = _words(self._lower)
+        return _words(detail) in self._flat
 
     def foreign(self, text: str) -> list[str]:
         """The contact details in `text` that no source holds (empty: nothing to object to)."""

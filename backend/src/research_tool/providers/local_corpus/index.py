@@ -318,6 +318,8 @@ class CorpusIndex:
         started = time.perf_counter()
         stats = IndexStats()
         with self._write_lock, closing(self._connect()) as conn:
+            if cancel is not None:
+                cancel.watch(conn)  # a long insert stops too, and the batch since the last commit rolls back
             known = {row.path: row for row in self._known_files(conn, root)}
             pending = _PendingWrites()
             conn.execute("BEGIN IMMEDIATE")
@@ -339,6 +341,7 @@ class CorpusIndex:
                     stats.files_removed += 1
                 conn.execute("COMMIT")
             except BaseException:
+                conn.set_progress_handler(None, 0)  # the rollback itself is never interrupted
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise

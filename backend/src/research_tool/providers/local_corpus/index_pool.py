@@ -25,7 +25,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from research_tool.core.errors import ResearchToolError
 
@@ -111,8 +111,13 @@ async def run_in_index_pool(folder_key: str, work: Callable[[Cancel], T]) -> T:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
             cancel.set()
-            # The thread stops at its next progress check; wait for it (briefly) so the folder's share is real.
+            future.add_done_callback(_retrieve)  # its interruption is expected, never an "unretrieved" error
+            # The thread stops at its next progress check (a single FTS insert or snippet() call is not
+            # interruptible): wait for it, briefly, so the folder's share stays real.
             await asyncio.wait({future}, timeout=CANCEL_GRACE_S)
-            if future.done() and not future.cancelled():
-                future.exception()  # retrieved: the interruption is expected, not an unhandled error
             raise
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
