@@ -19,7 +19,9 @@ from .test_web_page import CRAFTED_REPORT, RENDER, Watched, ask, assert_clean, o
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
 HOSTILE = '<img src=x onerror="window.pwned=5">'
-LONG_CALL = "subprocess.run(args, *, stdin=None, input=None, stdout=None, stderr=None, capture_output=False, timeout=None)"
+LONG_CALL = (
+    "subprocess.run(args, *, stdin=None, input=None, stdout=None, stderr=None, capture_output=False, timeout=None)"
+)
 MARKDOWN_REPORT: dict[str, Any] = {
     **CRAFTED_REPORT,
     "short_answer": "subprocess.run(timeout=...)",
