@@ -5,11 +5,13 @@ request to any host but the server."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from markdown_it import MarkdownIt
 
 from research_tool.bench.server_process import ServerProcess
 
@@ -137,3 +139,29 @@ async def test_the_page_and_the_api_docs_ask_nothing_of_any_other_host(
     assert foreign == []
     assert requested, "no request was recorded at all"
     assert_clean(watched, outside)  # no attempt blocked by the guard, no console error (a CSP refusal is one)
+
+
+PARSE = """async (cases) => {
+  const { inlineMarkdown } = await import("/static/markdown.js");
+  return cases.map((line) => {
+    const box = document.createElement("div");
+    box.append(...inlineMarkdown(line));
+    return box.innerHTML;
+  });
+}"""
+
+
+async def test_the_pages_markdown_reads_emphasis_and_code_as_commonmark_does(
+    server: ServerProcess, context: Any, outside: Outside
+) -> None:
+    """The page's small parser against markdown-it (the exports' parser) on random delimiter soup."""
+    rng = random.Random(24)
+    pieces = [*"*_` ab.(),<&", "**", "__", "``", " x ", "run(", ")"]
+    cases = ["a *b* `c` _d_", "run(*args, **kwargs)", "***a** b*", "*a **b** c*", "__a_b__", "foo_bar_", "`a``b`"]
+    cases += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(1500)]
+    watched = await open_page(context, server.base_url)
+    rendered = await watched.page.evaluate(PARSE, cases)
+    expected = MarkdownIt("zero").enable(["emphasis", "backticks"])
+    mismatches = [(c, r) for c, r in zip(cases, rendered, strict=True) if r != expected.renderInline(c)]
+    assert mismatches == []
+    assert_clean(watched, outside)
