@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -136,14 +137,30 @@ def files_with_examples() -> list[Path]:
     return [path for path in documentation_files() if any(b.runs for b in fenced_blocks(path))]
 
 
+def run_in_order(examples: list[Example], checkout: Path, address: str | None) -> list[str]:
+    """Run the examples one after the other (a later one may read what an earlier one made); say what failed."""
+    for example in examples:
+        done = run_example(example, checkout, address)
+        shown = f"{example.where}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+        if done.returncode != 0:
+            return [f"exit {done.returncode}: {shown}"]
+        missing = [expected for expected in example.expect if expected not in done.stdout]
+        if missing:
+            return [f"{missing} not printed by {shown}"]
+        if "Traceback" in done.stderr:
+            return [f"a traceback: {shown}"]
+    return []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", files_with_examples(), ids=lambda p: str(p.relative_to(REPO)))
 def test_examples_run_and_answer(path: Path, checkout: Path, request: pytest.FixtureRequest) -> None:
-    for example in (b for b in fenced_blocks(path) if b.runs):
-        address = request.getfixturevalue("server") if example.needs_server else None
-        done = run_example(example, checkout, address)
-        shown = f"{example.where}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
-        assert done.returncode == 0, shown
-        for expected in example.expect:
-            assert expected in done.stdout, f"{expected!r} not printed by {shown}"
-        assert "Traceback" not in done.stderr, shown
+    """The server's examples (their own data dir) run beside the command-line ones, each group in order."""
+    examples = [b for b in fenced_blocks(path) if b.runs]
+    with_server = [b for b in examples if b.needs_server]
+    address = request.getfixturevalue("server") if with_server else None
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        alone = pool.submit(run_in_order, [b for b in examples if not b.needs_server], checkout, None)
+        served = pool.submit(run_in_order, with_server, checkout, address)
+        failures = alone.result() + served.result()
+    assert failures == []

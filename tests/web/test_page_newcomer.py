@@ -5,11 +5,13 @@ request to any host but the server."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from markdown_it import MarkdownIt
 
 from research_tool.bench.server_process import ServerProcess
 
@@ -39,11 +41,17 @@ MARKDOWN_REPORT: dict[str, Any] = {
 }  # fmt: skip
 
 
-async def test_markdown_inside_paragraphs_is_rendered_as_elements_around_text(
-    server: ServerProcess, context: Any, outside: Outside
-) -> None:
-    watched = await open_page(context, server.base_url)
-    page = watched.page
+PARSE = """async (cases) => {
+  const { inlineMarkdown } = await import("/static/markdown.js");
+  return cases.map((line) => {
+    const box = document.createElement("div");
+    box.append(...inlineMarkdown(line));
+    return box.innerHTML;
+  });
+}"""
+
+
+async def assert_markdown_rendered_as_elements_around_text(page: Any) -> None:
     await page.evaluate(RENDER, MARKDOWN_REPORT)
 
     note = page.locator("#answer p.note em")
@@ -63,7 +71,15 @@ async def test_markdown_inside_paragraphs_is_rendered_as_elements_around_text(
 
     meta = await page.text_content("#report .meta") or ""
     assert "1 cycle ·" in meta and "1 cycles" not in meta
-    assert_clean(watched, outside)
+
+    # the page's small parser against markdown-it (the exports' parser) on random delimiter soup
+    rng = random.Random(24)
+    pieces = [*"*_` ab.(),<&", "**", "__", "``", " x ", "run(", ")"]
+    cases = ["a *b* `c` _d_", "run(*args, **kwargs)", "***a** b*", "*a **b** c*", "__a_b__", "foo_bar_", "`a``b`"]
+    cases += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(1500)]
+    rendered = await page.evaluate(PARSE, cases)
+    expected = MarkdownIt("zero").enable(["emphasis", "backticks"])
+    assert [(c, r) for c, r in zip(cases, rendered, strict=True) if r != expected.renderInline(c)] == []
 
 
 async def widest(page: Any) -> dict[str, Any]:
@@ -81,10 +97,10 @@ async def widest(page: Any) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.parametrize("width", [375])
-async def test_no_horizontal_overflow_on_a_phone(
-    server: ServerProcess, browser: Any, outside: Outside, width: int, artifacts_dir: Path
+async def test_on_a_phone_the_report_renders_its_markdown_and_nothing_overflows(
+    server: ServerProcess, browser: Any, outside: Outside, artifacts_dir: Path
 ) -> None:
+    width = 375
     context = await browser.new_context(viewport={"width": width, "height": 780}, is_mobile=True, has_touch=True)
     context.set_default_timeout(TIMEOUT_MS)
     await guard_context(context, outside)
@@ -101,7 +117,7 @@ async def test_no_horizontal_overflow_on_a_phone(
         assert await widest(page) == {"scroll": width, "width": width, "past": []}, "the session's report"
         badge = await page.locator("#session-status").bounding_box()
         assert badge is not None and badge["x"] + badge["width"] <= width
-        await page.evaluate(RENDER, MARKDOWN_REPORT)  # a long API signature and long source titles
+        await assert_markdown_rendered_as_elements_around_text(page)  # and a long API signature, long titles
         for size in (width, 360, 420):
             await page.set_viewport_size({"width": size, "height": 780})
             assert await widest(page) == {"scroll": size, "width": size, "past": []}, f"the session at {size} px"

@@ -22,6 +22,7 @@ from langgraph.types import Command
 
 from research_tool.core.errors import ResearchToolError, ServerBusyError, SessionStateError
 from research_tool.core.logging import get_logger
+from research_tool.core.wording import plural
 from research_tool.engines.base import ReasoningEngine
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
@@ -456,7 +457,8 @@ class SessionRunner:
             session_id,
             "session_completed",
             "export",
-            f"Research complete: {findings} findings citing {citations} sources (stop reason: {stop_reason}).",
+            f"Research complete: {plural(findings, 'finding')} citing {plural(citations, 'source')} "
+            f"(stop reason: {stop_reason}).",
             {
                 "stop_reason": stop_reason,
                 "findings": findings,

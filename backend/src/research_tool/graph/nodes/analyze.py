@@ -7,6 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from research_tool.core.wording import plural
 from research_tool.engines.cpu_pool import run_cpu
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.verification import cross_verify
@@ -34,8 +35,8 @@ async def analyze_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
     await ctx.events.emit(
         "facts_verified",
         "analyze",
-        f"{verified} of {len(checked)} facts are supported by independent sources; "
-        f"{contradictions} involved in contradictions.",
+        f"{verified} of {plural(len(checked), 'fact')} {'is' if len(checked) == 1 else 'are'} supported by "
+        f"independent sources; {contradictions} involved in contradictions.",
         {"verified": verified, "facts": len(checked), "contradictions": contradictions},
     )
     return {"facts": {f.id: f.model_dump(mode="json") for f in [*checked, *merged_away]}}

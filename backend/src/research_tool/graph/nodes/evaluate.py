@@ -6,6 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from research_tool.core.wording import plural
 from research_tool.engines.base import ReflectionContext
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.quality import score_quality
@@ -124,8 +125,9 @@ async def evaluate_node(state: ResearchState, runtime: Runtime[ResearchContext])
     message = (
         STOP_MESSAGES[reason]
         if reason
-        else f"Cycle {iteration}: {metrics.new_facts} new facts, {metrics.new_entities} new entities; "
-        f"{len(next_queries)} follow-up queries."
+        else f"Cycle {iteration}: {plural(metrics.new_facts, 'new fact')}, "
+        f"{plural(metrics.new_entities, 'new entity', 'new entities')}; "
+        f"{plural(len(next_queries), 'follow-up query', 'follow-up queries')}."
     )
     await ctx.events.emit("saturation", "evaluate", message, {**record, "quality": quality.model_dump()})
     update: dict[str, Any] = {

@@ -6,6 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from research_tool.core.wording import plural
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.decisions.provider_choice import choose_providers
 from research_tool.graph.nodes.instrumentation import phase, record_errors
@@ -48,7 +49,7 @@ async def plan_node(state: ResearchState, runtime: Runtime[ResearchContext]) -> 
     await ctx.events.emit(
         "queries_planned",
         "plan",
-        f"Planned {len(queries)} queries for {names}.",
+        f"Planned {plural(len(queries), 'query', 'queries')} for {names}.",
         {"queries": queries, "providers": providers, "limits": limits.model_dump()},
     )
     return {

@@ -7,6 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from research_tool.core.wording import plural
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.nodes.instrumentation import phase, record_errors
 from research_tool.graph.nodes.page_text import with_page_text
@@ -71,7 +72,8 @@ async def process_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
     await ctx.events.emit(
         "facts_extracted",
         "process",
-        f"Read {len(batch)} sources: {len(facts)} facts and {len(entities)} entities.",
+        f"Read {plural(len(batch), 'source')}: {plural(len(facts), 'fact')} and "
+        f"{plural(len(entities), 'entity', 'entities')}.",
         {"iteration": iteration, "sources_read": len(batch), "facts": len(facts), "entities": len(entities)},
     )
     return {
