@@ -24,6 +24,7 @@ from typing import Any
 from research_tool.bench.cluster import QUICK_CLUSTER, ClusterSizes, run_cluster
 from research_tool.bench.local_index import run_local_index
 from research_tool.bench.model_hang import run_model_hang
+from research_tool.bench.offline_run import run_offline
 from research_tool.bench.overhead import run_overhead
 from research_tool.bench.rate_limits import run_rate_limits
 from research_tool.bench.results import BenchResult, machine, render_table, save_results
@@ -43,6 +44,7 @@ BENCHMARKS = (
     "splitter",
     "model_hang",
     "storage",
+    "offline_run",
     "cluster",
 )
 
@@ -63,6 +65,7 @@ class Sizes:
     model_hang_limit_s: float = 20.0
     storage_sessions: int = 100
     storage_rss_sessions: int = 1000
+    offline_runs: int = 3
     scifact_dir: Path | None = None
     profile_dir: Path | None = None  # scale: record the server with py-spy
     cluster: ClusterSizes = field(default_factory=ClusterSizes)
@@ -83,6 +86,7 @@ QUICK = Sizes(
     model_hang_limit_s=4.0,
     storage_sessions=4,
     storage_rss_sessions=40,
+    offline_runs=1,
     cluster=QUICK_CLUSTER,
 )
 
@@ -116,6 +120,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             rss_sessions=sizes.storage_rss_sessions,
             rss_step=max(1, sizes.storage_rss_sessions // 20),
         ),
+        "offline_run": lambda: run_offline(workdir, runs=sizes.offline_runs),
         "cluster": lambda: run_cluster(workdir, sizes.cluster),
     }
 
