@@ -65,6 +65,7 @@ class Sizes:
     model_hang_limit_s: float = 20.0
     storage_sessions: int = 100
     storage_rss_sessions: int = 1000
+    storage_demo_sessions: int = 8  # one per how-to question
     offline_runs: int = 3
     scifact_dir: Path | None = None
     profile_dir: Path | None = None  # scale: record the server with py-spy
@@ -86,6 +87,7 @@ QUICK = Sizes(
     model_hang_limit_s=4.0,
     storage_sessions=4,
     storage_rss_sessions=40,
+    storage_demo_sessions=2,
     offline_runs=1,
     cluster=QUICK_CLUSTER,
 )
@@ -119,6 +121,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             sessions=sizes.storage_sessions,
             rss_sessions=sizes.storage_rss_sessions,
             rss_step=max(1, sizes.storage_rss_sessions // 20),
+            demo_sessions=sizes.storage_demo_sessions,
         ),
         "offline_run": lambda: run_offline(workdir, runs=sizes.offline_runs),
         "cluster": lambda: run_cluster(workdir, sizes.cluster),
