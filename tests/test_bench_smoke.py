@@ -49,10 +49,16 @@ EXPECTED_FIGURES = {
     "storage": [
         "checkpoint bytes per completed session",
         "data dir after deleting / empty",
+        "demo corpus: checkpoints + events + page text per standard session",
         "RSS growth per finished session (second half)",
         "Python heap growth per finished session (second half)",
     ],
     "langgraph": ["runs.wait / start median", "event lag p95 (5 streams)"],
+    "offline_run": [
+        "run wall time, median",
+        "reports naming each failed provider once",
+        "reports citing the indexed folder",
+    ],
 }
 
 
@@ -97,6 +103,9 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
     assert results[6].figure("status").value == "completed"
     assert results[7].figure("checkpoint bytes per completed session").met  # <= 300 KB: page text is not in it
     assert results[7].figure("data dir after deleting / empty").met  # deleting gives the space back
+    assert results[7].figure("demo corpus: checkpoints + events + page text per standard session").met  # <= 300 KB
+    assert results[8].figure("reports naming each failed provider once").met
+    assert results[8].figure("reports citing the indexed folder").met
 
     table = render_table(results)
     assert "[scale] 2 x 0.1s: status p95" in table and "[resume]" in table

@@ -25,6 +25,7 @@ from research_tool.bench.cluster import QUICK_CLUSTER, ClusterSizes, run_cluster
 from research_tool.bench.langgraph_protocol import run_langgraph
 from research_tool.bench.local_index import run_local_index
 from research_tool.bench.model_hang import run_model_hang
+from research_tool.bench.offline_run import run_offline
 from research_tool.bench.overhead import run_overhead
 from research_tool.bench.rate_limits import run_rate_limits
 from research_tool.bench.results import BenchResult, machine, render_table, save_results
@@ -44,6 +45,7 @@ BENCHMARKS = (
     "splitter",
     "model_hang",
     "storage",
+    "offline_run",
     "cluster",
     "langgraph",
 )
@@ -65,6 +67,8 @@ class Sizes:
     model_hang_limit_s: float = 20.0
     storage_sessions: int = 100
     storage_rss_sessions: int = 1000
+    storage_demo_sessions: int = 8  # one per how-to question
+    offline_runs: int = 3
     scifact_dir: Path | None = None
     profile_dir: Path | None = None  # scale: record the server with py-spy
     cluster: ClusterSizes = field(default_factory=ClusterSizes)
@@ -87,6 +91,8 @@ QUICK = Sizes(
     model_hang_limit_s=4.0,
     storage_sessions=4,
     storage_rss_sessions=40,
+    storage_demo_sessions=2,
+    offline_runs=1,
     cluster=QUICK_CLUSTER,
     langgraph_sessions=1,
     langgraph_streams=5,
@@ -121,7 +127,9 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             sessions=sizes.storage_sessions,
             rss_sessions=sizes.storage_rss_sessions,
             rss_step=max(1, sizes.storage_rss_sessions // 20),
+            demo_sessions=sizes.storage_demo_sessions,
         ),
+        "offline_run": lambda: run_offline(workdir, runs=sizes.offline_runs),
         "cluster": lambda: run_cluster(workdir, sizes.cluster),
         "langgraph": lambda: run_langgraph(workdir, sessions=sizes.langgraph_sessions, streams=sizes.langgraph_streams),
     }

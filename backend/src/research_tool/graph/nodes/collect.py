@@ -23,7 +23,7 @@ from research_tool.models.request import ResearchRequest
 from research_tool.models.state import ResearchState, merge_sources
 from research_tool.providers.base import SearchProvider
 from research_tool.providers.fetching.full_text import FullTextOutcome, fetch_full_text
-from research_tool.providers.gateway import SearchOutcome
+from research_tool.providers.gateway import NOT_REMEMBERED, SearchOutcome
 from research_tool.providers.registry import create_provider
 from research_tool.providers.search.unpaywall import UnpaywallProvider
 from research_tool.providers.source_identity import canonical_url, first_of_each_group
@@ -262,4 +262,7 @@ async def _report(
     for provider, count in per_provider.items():
         await ctx.memory.record_results(domain, provider, count)
     for failure in failures:
-        await ctx.memory.record_failure(domain, failure)
+        # a refusal by an open breaker (or an unconfigured provider) made no request: it says nothing new about
+        # the provider, and recording dozens of them cost a run with no network seconds of SQLite writes
+        if failure.error_type not in NOT_REMEMBERED:
+            await ctx.memory.record_failure(domain, failure)
