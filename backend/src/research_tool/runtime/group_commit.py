@@ -21,14 +21,18 @@ Params = Sequence[Any]
 
 
 def _write_batch(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> None:
-    """In the connection's thread: every row or none (the connection is in autocommit mode)."""
+    """In the connection's thread: every row or none (the connection is in autocommit mode). A COMMIT that
+    fails (a reader's statement still in progress on this connection: a cursor between fetchone() and its
+    close) rolls back too: left open, the transaction held the rows the row-by-row retry then wrote again
+    (UNIQUE errors for rows that were in fact written) and made every later batch's BEGIN fail."""
     conn.execute("BEGIN")
     try:
         conn.executemany(sql, rows)
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 def _write_rows(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> list[BaseException | None]:
