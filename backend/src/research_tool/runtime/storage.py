@@ -5,6 +5,7 @@ content_store.py), checkpoints (`checkpoints.db`, see checkpoints.py). Every one
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import aiosqlite
@@ -99,15 +100,20 @@ async def reclaim_space(conn: aiosqlite.Connection, *, convert: bool = False) ->
     page_size = await _pragma_int(conn, "page_size")
     before = await _pragma_int(conn, "page_count")
     mode = await _pragma_int(conn, "auto_vacuum")
-    if mode == AUTO_VACUUM_INCREMENTAL:
-        # Through executescript: it steps the pragma to the end (execute() stops after the first page).
-        await conn.executescript("PRAGMA incremental_vacuum;")
-    elif convert:
+    if convert and mode != AUTO_VACUUM_INCREMENTAL:
         await conn.commit()
         await conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         await conn.execute("VACUUM")
         log.info("sqlite_vacuumed", pages_before=before)
-    await conn.commit()
-    await (await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")).close()
+    try:
+        if mode == AUTO_VACUUM_INCREMENTAL:
+            # Through executescript: it steps the pragma to the end (execute() stops after the first page).
+            await conn.executescript("PRAGMA incremental_vacuum;")
+        await conn.commit()
+        await (await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")).close()
+    except sqlite3.OperationalError as exc:
+        # Best effort: a reader of this connection mid-statement ("database table is locked") leaves the pages
+        # for the next reclaim; failing here failed the DELETE that asked for it while the rows were gone.
+        log.info("sqlite_reclaim_deferred", error=str(exc))
     after = await _pragma_int(conn, "page_count")
     return max(0, before - after) * page_size
