@@ -39,6 +39,7 @@ async def secured(tmp_path: Path, wiki: tuple[str, WikiReplay]) -> AsyncIterator
         yield live
 
 
+@pytest.mark.slow
 async def test_the_js_client_streams_cancels_joins_and_searches(secured: LiveApi) -> None:
     node = node_or_skip()
     process = await asyncio.create_subprocess_exec(

@@ -41,6 +41,7 @@ async def collecting(api: LiveApi, thread_id: str) -> bool:
     return any(e.type == "phase_started" and e.phase == "collect" for e in await api.services.events.replay(thread_id))
 
 
+@pytest.mark.slow
 async def test_cancel_mid_run_stops_with_a_partial_report_and_enqueued_runs_follow(slow_api: LiveApi) -> None:
     sdk = client_of(slow_api)
     tid = (await sdk.threads.create())["thread_id"]
@@ -107,6 +108,7 @@ async def test_a_clarifying_question_is_an_interrupt_and_resume_answers_it(api: 
     assert nothing_to_resume.value.response.status_code == 409
 
 
+@pytest.mark.slow
 async def test_a_dropped_stream_resumes_exactly_from_its_last_event_id(slow_api: LiveApi) -> None:
     sdk = client_of(slow_api)
     tid = (await sdk.threads.create())["thread_id"]
@@ -134,6 +136,7 @@ class Chat(TypedDict, total=False):
     stop_reason: str
 
 
+@pytest.mark.slow
 async def test_remote_graph_as_a_node_of_a_parent_graph(api: LiveApi) -> None:
     remote = RemoteGraph("research", url=api.base_url, api_key=None)
     builder = StateGraph(Chat)

@@ -81,3 +81,24 @@ async def test_an_append_after_a_failed_write_reads_the_stored_seq(tmp_path: Pat
         assert [e.seq for e in await events.replay("s")] == [1, 2]
     finally:
         await conn.close()
+
+
+async def test_a_batch_beside_an_unfinished_pragma_is_written_once_and_leaves_no_transaction(tmp_path: Path) -> None:
+    """Reclaiming space runs `PRAGMA wal_checkpoint` on the same connection and closes its cursor in a second
+    trip: a batch committed in between cannot COMMIT. Its rows must still be written exactly once, each
+    writer told so, and no transaction may stay open (every later BEGIN would fail)."""
+    conn = await open_database(tmp_path / "sessions.db")
+    try:
+        writes = GroupCommit(
+            conn, "INSERT INTO events (session_id, seq, ts, type, phase, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        )
+        row = ("s", 1, "2026-01-01T00:00:00Z", "progress", None, "one", "{}")
+        pragma = await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # not closed yet: still in progress
+        await asyncio.gather(*(writes.write(("s", seq, *row[2:])) for seq in (1, 2, 3)))
+        await pragma.close()
+        assert not conn.in_transaction
+        await writes.write(("s", 4, *row[2:]))
+        async with conn.execute("SELECT seq FROM events WHERE session_id = 's' ORDER BY seq") as cur:
+            assert [r[0] for r in await cur.fetchall()] == [1, 2, 3, 4]
+    finally:
+        await conn.close()
