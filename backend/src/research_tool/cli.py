@@ -274,7 +274,7 @@ def build_parser() -> OneLineParser:
     serve.add_argument(
         "--allow-unauthenticated",
         action="store_true",
-        help="serve a non-loopback --host without RESEARCH_API_TOKEN (anyone who can reach it may use it)",
+        help="serve a non-loopback --host without RESEARCH_API_TOKEN, so anyone who can reach it may use it (default: refuse)",
     )
     serve.add_argument(
         "--no-worker",
