@@ -274,7 +274,8 @@ def build_parser() -> OneLineParser:
     serve.add_argument(
         "--allow-unauthenticated",
         action="store_true",
-        help="serve a non-loopback --host without RESEARCH_API_TOKEN, so anyone who can reach it may use it (default: refuse)",
+        help="serve a non-loopback --host without RESEARCH_API_TOKEN, so anyone who can reach it may use it "
+        "(default: refuse)",
     )
     serve.add_argument(
         "--no-worker",
