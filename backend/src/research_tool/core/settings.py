@@ -103,6 +103,9 @@ class Settings(BaseSettings):
 
     # Local documents (paths joined by os.pathsep).
     corpus_dirs: str = ""
+    # RESEARCH_SEMANTIC_SEARCH=1 (the `semantic` extra): folders indexed from now on also get dense vectors, and
+    # their searches mix BM25 with them (docs/semantic-search.md). Folders that have vectors keep them either way.
+    semantic_search: bool = False
 
     # Provider keys, under the providers' own names.
     tavily_api_key: SecretStr | None = Field(default=None, validation_alias="TAVILY_API_KEY")

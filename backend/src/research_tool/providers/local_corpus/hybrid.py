@@ -1,0 +1,367 @@
+"""The local index with dense vectors (the `semantic` extra): BM25 from FTS5 mixed with a sentence encoder.
+
+`HybridIndex` is a `CorpusIndex` whose collections may carry vectors (providers/local_corpus/vectors.py):
+- indexing a folder brings the FTS5 rows up to date as before, then encodes the new and changed documents of its
+  collections that carry vectors (all of them when `embed_new`, which `research-tool index --semantic` and
+  `RESEARCH_SEMANTIC_SEARCH=1` set). The async path encodes in a worker process
+  (`python -m research_tool.providers.local_corpus.embed_worker`), so a server's event loop and its other threads
+  keep running; progress arrives as (done, total) through a callback.
+- searching a folder whose collection carries vectors of the loaded model mixes BM25 with cosine similarity
+  (vectors.mix_scores); any other search is the plain BM25 one, with no model loaded.
+
+`open_corpus_index` gives a `HybridIndex` when the extra is installed, else a plain `CorpusIndex`: without the
+extra nothing is imported or loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from research_tool.core.logging import get_logger
+from research_tool.providers.local_corpus.embeddings import (
+    EncoderUnavailableError,
+    SentenceEncoder,
+    extra_missing,
+    load_encoder,
+    unavailable_reason,
+)
+from research_tool.providers.local_corpus.index import (
+    SNIPPET_TOKENS,
+    CorpusHit,
+    CorpusIndex,
+    IndexStats,
+    _location,
+    _prefix_bounds,
+    build_match_query,
+)
+from research_tool.providers.local_corpus.vectors import (
+    CANDIDATES,
+    DEFAULT_DENSE_WEIGHT,
+    CollectionVectors,
+    EmbedStats,
+    embed_pending,
+    load_vectors,
+    mix_scores,
+    semantic_collections,
+    vectors_version,
+)
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import numpy as np
+    import numpy.typing as npt
+
+log = get_logger(__name__)
+
+Progress = Callable[[int, int], None]
+WORKER_MODULE = "research_tool.providers.local_corpus.embed_worker"
+
+
+class HybridIndex(CorpusIndex):
+    """A CorpusIndex whose searches mix BM25 with dense vectors where a collection carries them."""
+
+    def __init__(
+        self,
+        db_path: Path | str | None = None,
+        *,
+        embed_new: bool = False,
+        dense_weight: float = DEFAULT_DENSE_WEIGHT,
+        candidates: int = CANDIDATES,
+        **weights: float,
+    ) -> None:
+        super().__init__(db_path, **weights)
+        self.embed_new = embed_new
+        self.dense_weight = float(dense_weight)
+        self.candidates = int(candidates)
+        self._vectors: dict[int, CollectionVectors] = {}
+        self._vectors_lock = threading.Lock()
+        self._encoder_failed: str | None = None
+        # Why the last index_folder could not store vectors (the FTS5 rows are up to date regardless), or None.
+        self.last_embed_error: str | None = None
+
+    # --- indexing --------------------------------------------------------------------------------
+
+    def collections_to_embed(self, path: Path | str) -> list[int]:
+        """The collections under (or holding) `path` that carry vectors, or all of them when `embed_new`."""
+        root = str(Path(path).expanduser().resolve())
+        with closing(self._connect()) as conn:
+            overlapping = self._collections(conn, [root])
+            if self.embed_new:
+                return overlapping
+            marked = semantic_collections(conn)
+        return [c for c in overlapping if c in marked]
+
+    def embed_sync(self, collections: Sequence[int], *, progress: Progress | None = None) -> list[EmbedStats]:
+        """Encode pending documents in this process (the eval and the worker use it)."""
+        encoder = load_encoder()
+        results = []
+        for collection in collections:
+            with closing(self._connect()) as conn:
+                results.append(embed_pending(conn, collection, encoder, progress=progress))
+        return results
+
+    def index_folder_sync(self, path: Path | str, *, progress: Progress | None = None) -> IndexStats:
+        stats = super().index_folder_sync(path)
+        collections = self.collections_to_embed(path)
+        if collections:
+            for result in self.embed_sync(collections, progress=progress):
+                log.info("local_vectors_updated", root=str(path), **result.as_dict())
+        return stats
+
+    async def index_folder(self, path: Path | str, *, progress: Progress | None = None) -> IndexStats:
+        """FTS5 rows in a thread, then vectors in a worker process (never on the event loop). A failure to
+        embed is logged and kept in `last_embed_error`: searches stay BM25 where vectors are missing."""
+        stats = await asyncio.to_thread(CorpusIndex.index_folder_sync, self, path)
+        collections = await asyncio.to_thread(self.collections_to_embed, path)
+        self.last_embed_error = None
+        if collections:
+            try:
+                await self._embed_in_worker(collections, progress)
+            except EncoderUnavailableError as exc:
+                self.last_embed_error = exc.message
+        return stats
+
+    async def _embed_in_worker(self, collections: Sequence[int], progress: Progress | None) -> None:
+        missing = unavailable_reason()
+        if missing:
+            log.warning("local_vectors_failed", collections=list(collections), error=missing)
+            raise EncoderUnavailableError(missing)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            WORKER_MODULE,
+            str(self.db_path),
+            *(str(c) for c in collections),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert process.stdout is not None and process.stderr is not None
+        errors = asyncio.ensure_future(process.stderr.read())
+        try:
+            async for line in process.stdout:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if "stats" in event:
+                    log.info("local_vectors_updated", collection=event.get("collection"), **event["stats"])
+                elif progress is not None and "done" in event:
+                    progress(int(event["done"]), int(event["total"]))
+            code = await process.wait()
+        except BaseException:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            raise
+        finally:
+            stderr = (await errors).decode("utf-8", errors="replace")
+        if code != 0:
+            last = stderr.strip().splitlines()[-1:] or [f"exit code {code}"]
+            log.warning("local_vectors_failed", collections=list(collections), error=last[0][:300])
+            raise EncoderUnavailableError(f"embedding failed: {last[0][:300]}")
+
+    # --- searching -------------------------------------------------------------------------------
+
+    def _encoder(self) -> SentenceEncoder | None:
+        if self._encoder_failed is not None:
+            return None
+        try:
+            return load_encoder()
+        except EncoderUnavailableError as exc:
+            self._encoder_failed = exc.message
+            log.warning("semantic_search_unavailable", reason=exc.message)
+            return None
+
+    def _collection_vectors(self, conn: sqlite3.Connection, collection: int) -> CollectionVectors:
+        version = vectors_version(conn, collection)
+        with self._vectors_lock:
+            cached = self._vectors.get(collection)
+            if cached is not None and cached.version == version:
+                return cached
+        loaded = load_vectors(conn, collection)
+        with self._vectors_lock:
+            self._vectors[collection] = loaded
+        return loaded
+
+    def search_sync(
+        self,
+        query: str,
+        *,
+        roots: Sequence[Path | str] | None = None,
+        limit: int = 10,
+        query_vector: object | None = None,
+    ) -> list[CorpusHit]:
+        """BM25 mixed with cosine similarity where the folders carry vectors; `query_vector` (the query already
+        encoded, as the eval does once per query) skips encoding."""
+        if limit <= 0 or build_match_query(query) is None:
+            return super().search_sync(query, roots=roots, limit=limit)
+        root_strs = [str(Path(r).expanduser().resolve()) for r in roots] if roots is not None else None
+        with closing(self._connect()) as conn:
+            marked = semantic_collections(conn)
+            wanted = [c for c in self._collections(conn, root_strs) if c in marked] if marked else []
+        if not wanted:
+            return super().search_sync(query, roots=roots, limit=limit)
+        encoder = self._encoder()
+        if encoder is None:
+            return super().search_sync(query, roots=roots, limit=limit)
+        current = [c for c in wanted if marked[c] == encoder.model_key]
+        if not current:  # vectors of another model: BM25 until the folder is indexed again
+            return super().search_sync(query, roots=roots, limit=limit)
+        lexical = super().search_sync(query, roots=roots, limit=max(limit, self.candidates))
+        if query_vector is None:
+            query_vector = encoder.encode([query])[0]
+        with closing(self._connect()) as conn:
+            lexical_ids = self._row_ids(conn, lexical)
+            dense_top, dense_lookup = self._dense_candidates(conn, current, query_vector, root_strs)
+            bm25 = {row_id: hit.score for row_id, hit in zip(lexical_ids, lexical, strict=True) if row_id}
+            mixed = mix_scores(bm25, dense_top, dense_lookup, self.dense_weight)
+            chosen = sorted(mixed, key=lambda row_id: (-mixed[row_id], row_id))[:limit]
+            by_id = {row_id: hit for row_id, hit in zip(lexical_ids, lexical, strict=True) if row_id}
+            missing = [row_id for row_id in chosen if row_id not in by_id]
+            by_id.update(self._hits_for(conn, missing, root_strs))
+        return [
+            _replace_score(by_id[row_id], mixed[row_id], rank)
+            for rank, row_id in enumerate((r for r in chosen if r in by_id), start=1)
+        ]
+
+    @staticmethod
+    def _row_ids(conn: sqlite3.Connection, hits: Sequence[CorpusHit]) -> list[int]:
+        ids = []
+        for hit in hits:
+            doc_key = "" if hit.doc_id == hit.location else hit.doc_id
+            row = conn.execute("SELECT id FROM docs WHERE path = ? AND doc_key = ?", (hit.path, doc_key)).fetchone()
+            ids.append(int(row[0]) if row else 0)
+        return ids
+
+    def _dense_candidates(
+        self,
+        conn: sqlite3.Connection,
+        collections: Sequence[int],
+        query_vector: object,
+        roots: Sequence[str] | None,
+    ) -> tuple[dict[int, float], Callable[[int], float | None]]:
+        """The dense top candidates under `roots` (doc id -> cosine) and a lookup of any document's cosine."""
+        import numpy as np
+
+        scores: dict[int, float] = {}
+        pooled_ids: list[npt.NDArray[np.int64]] = []
+        pooled_scores: list[npt.NDArray[np.float32]] = []
+        for collection in collections:
+            vectors = self._collection_vectors(conn, collection)
+            if not len(vectors.doc_ids):
+                continue
+            sims = vectors.matrix @ np.asarray(query_vector, dtype=np.float32)
+            pooled_ids.append(vectors.doc_ids)
+            pooled_scores.append(sims)
+        if not pooled_ids:
+            return {}, _no_score
+        ids = np.concatenate(pooled_ids)
+        sims = np.concatenate(pooled_scores)
+        lookup = dict(zip(ids.tolist(), sims.tolist(), strict=True))
+        take = min(len(ids), self.candidates * (1 if roots is None else 4))
+        top = np.argpartition(-sims, take - 1)[:take] if take < len(ids) else np.arange(len(ids))
+        top = top[np.argsort(-sims[top], kind="stable")]
+        inside = self._inside_roots(conn, [int(ids[i]) for i in top], roots)
+        for i in top:
+            row_id = int(ids[i])
+            if row_id in inside:
+                scores[row_id] = float(sims[i])
+                if len(scores) >= self.candidates:
+                    break
+        return scores, lookup.get
+
+    @staticmethod
+    def _inside_roots(conn: sqlite3.Connection, row_ids: Sequence[int], roots: Sequence[str] | None) -> set[int]:
+        if roots is None:
+            return set(row_ids)
+        inside: set[int] = set()
+        for start in range(0, len(row_ids), 500):
+            chunk = list(row_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row_id, path in conn.execute(f"SELECT id, path FROM docs WHERE id IN ({marks})", chunk):
+                if any(path == r or path.startswith(_prefix_bounds(r)[0]) for r in roots):
+                    inside.add(int(row_id))
+        return inside
+
+    @staticmethod
+    def _hits_for(
+        conn: sqlite3.Connection, row_ids: Sequence[int], roots: Sequence[str] | None
+    ) -> dict[int, CorpusHit]:
+        """Hits for documents the dense side found and BM25 did not (the snippet is the text's start)."""
+        found: dict[int, CorpusHit] = {}
+        if not row_ids:
+            return found
+        marks = ",".join("?" * len(row_ids))
+        rows = conn.execute(
+            f"SELECT id, path, doc_key, url, collection FROM docs WHERE id IN ({marks})", list(row_ids)
+        ).fetchall()
+        for row_id, path, doc_key, url, collection in rows:
+            text = conn.execute(
+                f"SELECT title, body FROM docs_fts_{int(collection)} WHERE rowid = ?", (row_id,)
+            ).fetchone()
+            if text is None:
+                continue
+            title, body = text
+            location = _location(path, doc_key, roots)
+            words = re.sub(r"\s+", " ", body or "").strip().split(" ")
+            snippet = " ".join(words[: 2 * SNIPPET_TOKENS]) + (" …" if len(words) > 2 * SNIPPET_TOKENS else "")
+            found[int(row_id)] = CorpusHit(
+                doc_id=doc_key or location,
+                title=title or "",
+                text=body or "",
+                url=url,
+                location=location,
+                path=path,
+                score=0.0,
+                snippet=snippet,
+                rank=0,
+            )
+        return found
+
+
+def _no_score(_row_id: int) -> float | None:
+    return None
+
+
+def _replace_score(hit: CorpusHit, score: float, rank: int) -> CorpusHit:
+    from dataclasses import replace
+
+    return replace(hit, score=round(score, 6), rank=rank)
+
+
+def open_corpus_index(db_path: Path | str | None = None, *, semantic: bool = False) -> CorpusIndex:
+    """A HybridIndex when the `semantic` extra is installed (new folders get vectors when `semantic`), else a
+    plain CorpusIndex. Cheap: nothing is imported or loaded until a collection with vectors is searched."""
+    if extra_missing() is not None:
+        if semantic:
+            log.warning("semantic_search_unavailable", reason=extra_missing())
+        return CorpusIndex(db_path)
+    return HybridIndex(db_path, embed_new=semantic)
+
+
+def worker_main(argv: Sequence[str]) -> int:
+    """`python -m research_tool.providers.local_corpus.embed_worker DB COLLECTION...`: JSON lines on stdout."""
+    db_path, *collections = argv
+    index = HybridIndex(db_path)
+
+    def emit(event: dict[str, object]) -> None:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+
+    for collection in (int(c) for c in collections):
+
+        def progress(done: int, total: int, collection: int = collection) -> None:
+            emit({"collection": collection, "done": done, "total": total})
+
+        [stats] = index.embed_sync([collection], progress=progress)
+        emit({"collection": collection, "stats": stats.as_dict()})
+    return 0
