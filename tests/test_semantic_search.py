@@ -233,3 +233,31 @@ async def test_async_indexing_embeds_in_a_worker_process_with_progress(tmp_path:
     assert vector_rows(db) == 3
     assert embeddings._ENCODERS == {}  # the model was loaded in the worker, not in this process
     assert ticks > 1  # the event loop ran while the worker encoded
+
+
+# --- the CLI -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_cli_index_semantic_then_search_finds_a_paraphrase(tmp_path: Path, meals: Path) -> None:
+    from tests.cli.conftest import run_cli
+
+    data = tmp_path / "data"
+    indexed = run_cli(data, "index", "--semantic", str(meals), HF_HUB_OFFLINE="1")
+    assert indexed.returncode == 0, indexed.stderr
+    assert vector_rows(data / "local_index.db") == 3
+    found = run_cli(data, "search", "--provider", "local", "someone on horseback", "--json", HF_HUB_OFFLINE="1")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)[0]["title"] == "Riding"
+
+
+def test_cli_index_semantic_without_weights_is_one_line(tmp_path: Path, meals: Path) -> None:
+    from tests.cli.conftest import run_cli
+
+    empty = tmp_path / "no-weights"
+    empty.mkdir()
+    done = run_cli(tmp_path / "data", "index", "--semantic", str(meals), RESEARCH_ENCODER_DIR=str(empty))
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("research-tool: error: semantic indexing is not available: ")

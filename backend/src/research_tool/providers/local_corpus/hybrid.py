@@ -22,6 +22,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +65,22 @@ log = get_logger(__name__)
 
 Progress = Callable[[int, int], None]
 WORKER_MODULE = "research_tool.providers.local_corpus.embed_worker"
+
+
+@dataclass
+class MixPool:
+    """One query's candidates: BM25's (doc id, score) in rank order and the dense side's scores."""
+
+    match: str
+    lexical: list[tuple[int, float]]
+    dense_top: dict[int, float]
+    dense_lookup: Callable[[int], float | None]
+    roots: list[str] | None
+
+    def ranked(self, weight: float) -> list[tuple[int, float]]:
+        """(doc id, mixed score), best first, at dense weight `weight`."""
+        mixed = mix_scores(dict(self.lexical), self.dense_top, self.dense_lookup, weight)
+        return sorted(mixed.items(), key=lambda item: (-item[1], item[0]))
 
 
 class HybridIndex(CorpusIndex):
@@ -201,46 +218,70 @@ class HybridIndex(CorpusIndex):
         query_vector: object | None = None,
     ) -> list[CorpusHit]:
         """BM25 mixed with cosine similarity where the folders carry vectors; `query_vector` (the query already
-        encoded, as the eval does once per query) skips encoding."""
-        if limit <= 0 or build_match_query(query) is None:
+        encoded) skips encoding."""
+        pool = self.mix_pool(query, roots=roots, limit=limit, query_vector=query_vector)
+        if pool is None:
             return super().search_sync(query, roots=roots, limit=limit)
+        chosen = pool.ranked(self.dense_weight)[:limit]
+        with closing(self._connect()) as conn:
+            by_id = self._hits_for(conn, [row_id for row_id, _ in chosen], pool.roots, pool.match)
+        return [
+            _replace_score(by_id[row_id], score, rank)
+            for rank, (row_id, score) in enumerate(((r, s) for r, s in chosen if r in by_id), start=1)
+        ]
+
+    def mix_pool(
+        self,
+        query: str,
+        *,
+        roots: Sequence[Path | str] | None = None,
+        limit: int = 10,
+        query_vector: object | None = None,
+    ) -> MixPool | None:
+        """The pooled BM25 and dense candidates of a query, or None where the plain BM25 search applies (no
+        vectors under `roots`, vectors of another model, no encoder, or a query with no searchable word)."""
+        match = build_match_query(query)
+        if limit <= 0 or match is None:
+            return None
         root_strs = [str(Path(r).expanduser().resolve()) for r in roots] if roots is not None else None
         with closing(self._connect()) as conn:
             marked = semantic_collections(conn)
             wanted = [c for c in self._collections(conn, root_strs) if c in marked] if marked else []
         if not wanted:
-            return super().search_sync(query, roots=roots, limit=limit)
+            return None
         encoder = self._encoder()
         if encoder is None:
-            return super().search_sync(query, roots=roots, limit=limit)
+            return None
         current = [c for c in wanted if marked[c] == encoder.model_key]
         if not current:  # vectors of another model: BM25 until the folder is indexed again
-            return super().search_sync(query, roots=roots, limit=limit)
-        lexical = super().search_sync(query, roots=roots, limit=max(limit, self.candidates))
+            return None
         if query_vector is None:
             query_vector = encoder.encode([query])[0]
         with closing(self._connect()) as conn:
-            lexical_ids = self._row_ids(conn, lexical)
+            lexical = self._bm25_ranked(conn, match, root_strs, max(limit, self.candidates))
             dense_top, dense_lookup = self._dense_candidates(conn, current, query_vector, root_strs)
-            bm25 = {row_id: hit.score for row_id, hit in zip(lexical_ids, lexical, strict=True) if row_id}
-            mixed = mix_scores(bm25, dense_top, dense_lookup, self.dense_weight)
-            chosen = sorted(mixed, key=lambda row_id: (-mixed[row_id], row_id))[:limit]
-            by_id = {row_id: hit for row_id, hit in zip(lexical_ids, lexical, strict=True) if row_id}
-            missing = [row_id for row_id in chosen if row_id not in by_id]
-            by_id.update(self._hits_for(conn, missing, root_strs))
-        return [
-            _replace_score(by_id[row_id], mixed[row_id], rank)
-            for rank, row_id in enumerate((r for r in chosen if r in by_id), start=1)
-        ]
+        return MixPool(match, lexical, dense_top, dense_lookup, root_strs)
 
-    @staticmethod
-    def _row_ids(conn: sqlite3.Connection, hits: Sequence[CorpusHit]) -> list[int]:
-        ids = []
-        for hit in hits:
-            doc_key = "" if hit.doc_id == hit.location else hit.doc_id
-            row = conn.execute("SELECT id FROM docs WHERE path = ? AND doc_key = ?", (hit.path, doc_key)).fetchone()
-            ids.append(int(row[0]) if row else 0)
-        return ids
+    def _bm25_ranked(
+        self, conn: sqlite3.Connection, match: str, roots: Sequence[str] | None, limit: int
+    ) -> list[tuple[int, float]]:
+        """BM25's top (doc id, score), higher better: CorpusIndex.search_sync's ranking query without fetching
+        texts and snippets for the whole candidate list (only the final hits need them)."""
+        clause, params = self._roots_clause(roots)
+        ranked: list[tuple[int, float]] = []
+        for collection in self._collections(conn, roots):
+            table = f"docs_fts_{int(collection)}"
+            ranked += conn.execute(
+                f"""
+                SELECT f.rowid, bm25({table}, ?, ?, ?) AS score
+                FROM {table} f JOIN docs d ON d.id = f.rowid
+                WHERE {table} MATCH ? AND {clause}
+                ORDER BY score LIMIT ?
+                """,
+                (self.title_weight, self.body_weight, self.names_weight, match, *params, limit),
+            ).fetchall()
+        ranked.sort(key=lambda row: (row[1], row[0]))
+        return [(int(row_id), -float(score)) for row_id, score in ranked[:limit]]
 
     def _dense_candidates(
         self,
@@ -294,9 +335,10 @@ class HybridIndex(CorpusIndex):
 
     @staticmethod
     def _hits_for(
-        conn: sqlite3.Connection, row_ids: Sequence[int], roots: Sequence[str] | None
+        conn: sqlite3.Connection, row_ids: Sequence[int], roots: Sequence[str] | None, match: str
     ) -> dict[int, CorpusHit]:
-        """Hits for documents the dense side found and BM25 did not (the snippet is the text's start)."""
+        """The hits to return: FTS5's snippet where the document matches the query's words, else (a document
+        only the dense side found) the start of its text."""
         found: dict[int, CorpusHit] = {}
         if not row_ids:
             return found
@@ -305,15 +347,21 @@ class HybridIndex(CorpusIndex):
             f"SELECT id, path, doc_key, url, collection FROM docs WHERE id IN ({marks})", list(row_ids)
         ).fetchall()
         for row_id, path, doc_key, url, collection in rows:
+            table = f"docs_fts_{int(collection)}"
             text = conn.execute(
-                f"SELECT title, body FROM docs_fts_{int(collection)} WHERE rowid = ?", (row_id,)
+                f"SELECT title, body, snippet({table}, 1, '', '', ' … ', {SNIPPET_TOKENS}) FROM {table} "
+                f"WHERE {table} MATCH ? AND rowid = ?",
+                (match, row_id),
             ).fetchone()
             if text is None:
-                continue
-            title, body = text
+                plain = conn.execute(f"SELECT title, body FROM {table} WHERE rowid = ?", (row_id,)).fetchone()
+                if plain is None:
+                    continue
+                words = (plain[1] or "").split()
+                cut = 2 * SNIPPET_TOKENS
+                text = (*plain, " ".join(words[:cut]) + (" …" if len(words) > cut else ""))
+            title, body, snippet = text
             location = _location(path, doc_key, roots)
-            words = re.sub(r"\s+", " ", body or "").strip().split(" ")
-            snippet = " ".join(words[: 2 * SNIPPET_TOKENS]) + (" …" if len(words) > 2 * SNIPPET_TOKENS else "")
             found[int(row_id)] = CorpusHit(
                 doc_id=doc_key or location,
                 title=title or "",
@@ -322,7 +370,7 @@ class HybridIndex(CorpusIndex):
                 location=location,
                 path=path,
                 score=0.0,
-                snippet=snippet,
+                snippet=re.sub(r"\s+", " ", snippet or "").strip(),
                 rank=0,
             )
         return found
