@@ -105,7 +105,8 @@ def evaluate(data_dir: Path, cache_dir: Path, *, latency_queries: int = 200) -> 
     index_s = time.perf_counter() - started
     encoder = load_encoder(allow_download=False)
     queries = load_queries(data_dir / "queries.jsonl")
-    splits = {name: load_judgements(data_dir, name) for name in ("train", "test")}
+    names = ["train", "test"] + (["test-evidence"] if (data_dir / "qrels" / "test.tsv").exists() else [])
+    splits = {name: load_judgements(data_dir, name) for name in names}
     splits = {name: {q: r for q, r in qrels.items() if q in queries} for name, qrels in splits.items()}
     vectors: dict[str, Any] = {}
     encode_ms: list[float] = []
@@ -134,7 +135,7 @@ def evaluate(data_dir: Path, cache_dir: Path, *, latency_queries: int = 200) -> 
     # then test at it.
     with closing(index._connect()) as conn:
         doc_keys = {int(row_id): str(key) for row_id, key in conn.execute("SELECT id, doc_key FROM docs")}
-    judged = list(dict.fromkeys([*splits["train"], *splits["test"]]))
+    judged = list(dict.fromkeys(q for qrels in splits.values() for q in qrels))
     pools = _pools(index, corpus, queries, judged, vectors)
     for name, qrels in splits.items():
         result[f"{name} BM25 ({len(qrels)} claims)"] = _bm25_scores(pools, qrels, doc_keys)
@@ -143,10 +144,11 @@ def evaluate(data_dir: Path, cache_dir: Path, *, latency_queries: int = 200) -> 
     result["train hybrid by weight (nDCG@10)"] = {w: s["ndcg@10"] for w, s in by_weight.items()}
     result["fitted weight (train)"] = best
     result["train hybrid at fitted weight"] = by_weight[best]
-    result["test hybrid at fitted weight"] = _scores(pools, splits["test"], doc_keys, best)
-    result["test hybrid by weight (nDCG@10, for reference)"] = {
-        w: _scores(pools, splits["test"], doc_keys, w)["ndcg@10"] for w in WEIGHTS
-    }
+    for name in names[1:]:
+        result[f"{name} hybrid at fitted weight"] = _scores(pools, splits[name], doc_keys, best)
+        result[f"{name} hybrid by weight (nDCG@10, for reference)"] = {
+            w: _scores(pools, splits[name], doc_keys, w)["ndcg@10"] for w in WEIGHTS
+        }
     index.dense_weight = best
     # Latency of a top-10 search as the local provider asks for it, query encoding included.
     sample = list(splits["train"])[:latency_queries]
