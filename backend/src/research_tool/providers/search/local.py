@@ -80,9 +80,7 @@ class LocalProvider(SearchProvider):
     @property
     def index(self) -> CorpusIndex:
         if self._index is None:
-            self._index = open_corpus_index(
-                self.settings.db_path(INDEX_FILE), semantic=self.settings.semantic_search
-            )
+            self._index = open_corpus_index(self.settings.db_path(INDEX_FILE), semantic=self.settings.semantic_search)
         return self._index
 
     def unavailable_reason(self) -> str | None:
