@@ -261,3 +261,17 @@ def test_cli_index_semantic_without_weights_is_one_line(tmp_path: Path, meals: P
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("research-tool: error: semantic indexing is not available: ")
+
+
+@needs_encoder
+def test_shards_split_the_pending_documents_between_processes(tmp_path: Path, meals: Path) -> None:
+    db = tmp_path / "index.db"
+    CorpusIndex(db).index_folder_sync(meals)
+    index = HybridIndex(db, embed_new=True)
+    [collection] = index.collections_to_embed(meals)
+    [first] = index.embed_sync([collection], shard=(0, 2))
+    [second] = index.embed_sync([collection], shard=(1, 2))
+    assert (first.embedded, second.embedded) == (1, 2)  # doc ids 1, 2, 3: even ones, then odd ones
+    assert vector_rows(db) == 3
+    [again] = index.embed_sync([collection])
+    assert again.embedded == 0

@@ -3,8 +3,9 @@
 `HybridIndex` is a `CorpusIndex` whose collections may carry vectors (providers/local_corpus/vectors.py):
 - indexing a folder brings the FTS5 rows up to date as before, then encodes the new and changed documents of its
   collections that carry vectors (all of them when `embed_new`, which `research-tool index --semantic` and
-  `RESEARCH_SEMANTIC_SEARCH=1` set). The async path encodes in a worker process
-  (`python -m research_tool.providers.local_corpus.embed_worker`), so a server's event loop and its other threads
+  `RESEARCH_SEMANTIC_SEARCH=1` set). The async path encodes in worker processes
+  (`python -m research_tool.providers.local_corpus.embed_worker`, one per core unless RESEARCH_ENCODER_PROCESSES
+  says otherwise, each taking a shard of the pending documents), so a server's event loop and its other threads
   keep running; progress arrives as (done, total) through a callback.
 - searching a folder whose collection carries vectors of the loaded model mixes BM25 with cosine similarity
   (vectors.mix_scores); any other search is the plain BM25 one, with no model loaded.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 import threading
@@ -65,6 +67,7 @@ log = get_logger(__name__)
 
 Progress = Callable[[int, int], None]
 WORKER_MODULE = "research_tool.providers.local_corpus.embed_worker"
+ENCODER_PROCESSES_ENV = "RESEARCH_ENCODER_PROCESSES"
 
 
 @dataclass
@@ -117,13 +120,15 @@ class HybridIndex(CorpusIndex):
             marked = semantic_collections(conn)
         return [c for c in overlapping if c in marked]
 
-    def embed_sync(self, collections: Sequence[int], *, progress: Progress | None = None) -> list[EmbedStats]:
-        """Encode pending documents in this process (the eval and the worker use it)."""
+    def embed_sync(
+        self, collections: Sequence[int], *, progress: Progress | None = None, shard: tuple[int, int] = (0, 1)
+    ) -> list[EmbedStats]:
+        """Encode pending documents in this process (the eval and each worker use it)."""
         encoder = load_encoder()
         results = []
         for collection in collections:
             with closing(self._connect()) as conn:
-                results.append(embed_pending(conn, collection, encoder, progress=progress))
+                results.append(embed_pending(conn, collection, encoder, progress=progress, shard=shard))
         return results
 
     def index_folder_sync(self, path: Path | str, *, progress: Progress | None = None) -> IndexStats:
@@ -148,14 +153,29 @@ class HybridIndex(CorpusIndex):
         return stats
 
     async def _embed_in_worker(self, collections: Sequence[int], progress: Progress | None) -> None:
+        """Encode in `encoder_processes()` worker processes, each taking the pending documents of one shard."""
         missing = unavailable_reason()
         if missing:
             log.warning("local_vectors_failed", collections=list(collections), error=missing)
             raise EncoderUnavailableError(missing)
+        shards = encoder_processes()
+        counts: dict[int, tuple[int, int]] = {}
+
+        def shard_progress(shard: int, done: int, total: int) -> None:
+            counts[shard] = (done, total)
+            if progress is not None:
+                progress(sum(d for d, _ in counts.values()), sum(t for _, t in counts.values()))
+
+        await asyncio.gather(*(self._run_worker(collections, (i, shards), shard_progress) for i in range(shards)))
+
+    async def _run_worker(
+        self, collections: Sequence[int], shard: tuple[int, int], progress: Callable[[int, int, int], None]
+    ) -> None:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             WORKER_MODULE,
+            f"--shard={shard[0]}/{shard[1]}",
             str(self.db_path),
             *(str(c) for c in collections),
             stdout=asyncio.subprocess.PIPE,
@@ -171,8 +191,8 @@ class HybridIndex(CorpusIndex):
                     continue
                 if "stats" in event:
                     log.info("local_vectors_updated", collection=event.get("collection"), **event["stats"])
-                elif progress is not None and "done" in event:
-                    progress(int(event["done"]), int(event["total"]))
+                elif "done" in event:
+                    progress(shard[0], int(event["done"]), int(event["total"]))
             code = await process.wait()
         except BaseException:
             if process.returncode is None:
@@ -396,10 +416,23 @@ def open_corpus_index(db_path: Path | str | None = None, *, semantic: bool = Fal
     return HybridIndex(db_path, embed_new=semantic)
 
 
+def encoder_processes() -> int:
+    """Worker processes for one indexing run: RESEARCH_ENCODER_PROCESSES, else one per core (at most 4)."""
+    configured = os.environ.get(ENCODER_PROCESSES_ENV, "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def worker_main(argv: Sequence[str]) -> int:
-    """`python -m research_tool.providers.local_corpus.embed_worker DB COLLECTION...`: JSON lines on stdout."""
-    db_path, *collections = argv
-    index = HybridIndex(db_path)
+    """`python -m research_tool.providers.local_corpus.embed_worker [--shard=I/N] DB COLLECTION...`: JSON lines."""
+    args = list(argv)
+    shard = (0, 1)
+    if args and args[0].startswith("--shard="):
+        index, count = args.pop(0).removeprefix("--shard=").split("/")
+        shard = (int(index), int(count))
+    db_path, *collections = args
+    index_file = HybridIndex(db_path)
 
     def emit(event: dict[str, object]) -> None:
         sys.stdout.write(json.dumps(event) + "\n")
@@ -410,6 +443,6 @@ def worker_main(argv: Sequence[str]) -> int:
         def progress(done: int, total: int, collection: int = collection) -> None:
             emit({"collection": collection, "done": done, "total": total})
 
-        [stats] = index.embed_sync([collection], progress=progress)
+        [stats] = index_file.embed_sync([collection], progress=progress, shard=shard)
         emit({"collection": collection, "stats": stats.as_dict()})
     return 0

@@ -91,6 +91,13 @@ def mark_semantic(conn: sqlite3.Connection, collection: int, model_key: str) -> 
     if current == (root[0], model_key):
         return
     conn.execute("BEGIN IMMEDIATE")
+    # Another encoding process (a shard of the same run) may have marked it meanwhile: read again under the lock.
+    current = conn.execute(
+        "SELECT root, model FROM semantic_collections WHERE collection = ?", (collection,)
+    ).fetchone()
+    if current == (root[0], model_key):
+        conn.execute("COMMIT")
+        return
     conn.execute("DELETE FROM doc_vectors WHERE collection = ?", (collection,))
     conn.execute(
         "INSERT INTO semantic_collections (collection, root, model) VALUES (?, ?, ?) "
@@ -125,10 +132,12 @@ def embed_pending(
     encoder: SentenceEncoder,
     *,
     progress: Callable[[int, int], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> EmbedStats:
     """Encode the collection's new and changed documents and store their vectors; drop vectors of gone ones.
 
-    `progress(done, total)` is called after each committed chunk (and once at the start)."""
+    `progress(done, total)` is called after each committed chunk (and once at the start). `shard` (i, n): this
+    call encodes the pending documents whose id is i modulo n, so n processes can share a run."""
     started = time.perf_counter()
     mark_semantic(conn, collection, encoder.model_key)
     stats = EmbedStats(model=encoder.model_key)
@@ -140,7 +149,8 @@ def embed_pending(
     if stats.removed:
         _bump(conn, collection)
     conn.execute("COMMIT")
-    pending = pending_documents(conn, collection)
+    index, shards = shard
+    pending = [item for item in pending_documents(conn, collection) if item[0] % shards == index]
     stats.documents = int(conn.execute("SELECT COUNT(*) FROM docs WHERE collection = ?", (collection,)).fetchone()[0])
     table = f"docs_fts_{int(collection)}"
     if progress is not None:
