@@ -252,6 +252,12 @@ def build_parser() -> OneLineParser:
         "research-tool index ~/docs",
     )
     index.add_argument("folder", type=Path, help="the folder: md, txt, html, pdf and jsonl files, subfolders included")
+    index.add_argument(
+        "--semantic",
+        action="store_true",
+        help="also store dense vectors (the `semantic` extra) and mix them with BM25 when searching this folder "
+        "(default: off, or RESEARCH_SEMANTIC_SEARCH=1)",
+    )
 
     providers = add_command(
         sub, "providers", "provider availability, keys, rates and privacy", "research-tool providers --domain academic"
@@ -816,15 +822,34 @@ def print_results_table(results: list[dict[str, Any]]) -> None:
 
 
 async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    from research_tool.providers.local_corpus.index import CorpusIndex
+    from research_tool.providers.local_corpus.embeddings import EncoderUnavailableError, unavailable_reason
+    from research_tool.providers.local_corpus.hybrid import HybridIndex, open_corpus_index
     from research_tool.providers.local_corpus.indexed_folders import remember_folder
 
     refuse_files([args.folder])
     if not args.folder.is_dir():
         raise CliError(f"folder not found: {args.folder}")
     folder = args.folder.resolve()
-    index = CorpusIndex(settings.db_path("local_index.db"))
-    stats = await index.index_folder(folder)
+    semantic = bool(args.semantic or settings.semantic_search)
+    reason = unavailable_reason() if semantic else None
+    if reason:
+        raise CliError(f"semantic indexing is not available: {reason}")
+    index = open_corpus_index(settings.db_path("local_index.db"), semantic=semantic)
+    try:
+        if isinstance(index, HybridIndex) and stderr.is_terminal:
+            from rich.progress import Progress
+
+            with Progress(console=stderr, transient=True) as bar:
+                task = bar.add_task("embedding new and changed documents", total=None)
+                stats = await index.index_folder(
+                    folder, progress=lambda done, total: bar.update(task, completed=done, total=total)
+                )
+        else:
+            stats = await index.index_folder(folder)
+    except EncoderUnavailableError as exc:
+        raise CliError(exc.message) from None
+    if isinstance(index, HybridIndex) and index.last_embed_error:
+        raise CliError(f"indexed without vectors: {index.last_embed_error}")
     remember_folder(settings.data_dir, folder)
     stderr.print(Text(" ".join(f"{k}={v}" for k, v in stats.as_dict().items())))
     return EXIT_OK

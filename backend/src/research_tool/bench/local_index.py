@@ -47,5 +47,64 @@ async def run_local_index(data_dir: Path | None = None) -> BenchResult:
     result.add("query latency top-10 p95", scores["latency_top10_p95_ms"], "ms")
     result.add("nDCG@10 (train qrels, make eval's figure)", scores["ndcg@10"])
     result.details["scifact"] = scores
+    await asyncio.to_thread(add_semantic_figures, result, data)
     result.seconds = round(time.perf_counter() - started, 2)
     return result
+
+
+SEMANTIC_SAMPLE = 64  # passages encoded to measure throughput (the whole corpus is make eval's, cached)
+
+
+def add_semantic_figures(result: BenchResult, data: Path) -> None:
+    """The `semantic` extra's figures: encoding throughput on a sample of SciFact passages; vector bytes per
+    document and top-10 latency (query encoding included) on make eval's cached SciFact index, when present."""
+    import itertools
+    import json
+    import statistics
+    from contextlib import closing
+
+    from research_tool.eval import semantic
+    from research_tool.eval.scifact import _percentile, load_queries
+    from research_tool.providers.local_corpus.embeddings import load_encoder, unavailable_reason
+    from research_tool.providers.local_corpus.hybrid import HybridIndex
+    from research_tool.providers.local_corpus.index import CorpusIndex
+    from research_tool.providers.local_corpus.vectors import passage_text, semantic_collections
+
+    reason = unavailable_reason(allow_download=False)
+    if reason:
+        result.add("semantic: skipped", None, note=reason)
+        return
+    encoder = load_encoder(allow_download=False)
+    with (data / "corpus.jsonl").open(encoding="utf-8") as handle:
+        records = [json.loads(line) for line in itertools.islice(handle, SEMANTIC_SAMPLE)]
+    texts = [passage_text(r.get("title") or "", r.get("text") or "") for r in records]
+    cpu, wall = time.process_time(), time.perf_counter()
+    encoder.encode(texts)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    tokens = statistics.fmean(encoder.token_counts(texts))
+    result.add("semantic: passages encoded per second", round(len(texts) / wall, 2), "/s", note=f"{tokens:.0f} tokens")
+    result.add("semantic: CPU seconds per passage", round(cpu / len(texts), 3), "s", note="one BLAS thread")
+    db = semantic.default_cache_dir() / semantic.INDEX_FILE
+    index = HybridIndex(db) if db.exists() else None
+    if index is not None:
+        with closing(index._connect()) as conn:
+            marked = semantic_collections(conn)
+    if index is None or not marked:
+        result.add("semantic: index figures", None, note=f"no cached SciFact index with vectors at {db}: make eval")
+        return
+    corpus = (data / "corpus.jsonl").resolve()
+    docs = sum(1 for _ in corpus.open(encoding="utf-8"))
+    result.add("semantic: vector bytes per document", round(semantic.vector_bytes(index) / docs), "B")
+    queries = load_queries(data / "queries.jsonl")
+    sample = list(queries.values())[:200]
+    plain, mixed = [], []
+    for text in sample:
+        began = time.perf_counter()
+        CorpusIndex.search_sync(index, text, roots=[corpus], limit=10)
+        plain.append(1000 * (time.perf_counter() - began))
+        began = time.perf_counter()
+        index.search_sync(text, roots=[corpus], limit=10)
+        mixed.append(1000 * (time.perf_counter() - began))
+    result.add("semantic: hybrid top-10 latency p50", round(statistics.median(mixed), 1), "ms")
+    result.add("semantic: hybrid top-10 latency p95", round(_percentile(mixed, 0.95), 1), "ms")
+    result.add("semantic: latency added p95", round(_percentile(mixed, 0.95) - _percentile(plain, 0.95), 1), "ms")

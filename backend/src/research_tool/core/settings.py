@@ -107,6 +107,9 @@ class Settings(BaseSettings):
     corpus_dirs: str = ""
     # A local file larger than this is skipped by the index, with a warning (docs/local-folders-and-untrusted-text.md).
     corpus_max_file_mb: float = Field(default=10.0, gt=0, le=4096)
+    # RESEARCH_SEMANTIC_SEARCH=1 (the `semantic` extra): folders indexed from now on also get dense vectors, and
+    # their searches mix BM25 with them (docs/semantic-search.md). Folders that have vectors keep them either way.
+    semantic_search: bool = False
 
     # Provider keys, under the providers' own names.
     tavily_api_key: SecretStr | None = Field(default=None, validation_alias="TAVILY_API_KEY")

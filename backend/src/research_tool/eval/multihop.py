@@ -23,6 +23,7 @@ from typing import Any
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 from research_tool.models.request import ResearchRequest
+from research_tool.providers.local_corpus.hybrid import open_corpus_index
 from research_tool.providers.local_corpus.index import CorpusIndex
 from research_tool.runtime.composition import open_research_services
 
@@ -114,13 +115,21 @@ def citation_precision(report: dict[str, Any], texts: dict[str, str]) -> tuple[i
 
 
 async def evaluate(
-    dataset: Dataset, work_dir: Path, tier: str, *, limit: int | None = None, concurrency: int = 4
+    dataset: Dataset,
+    work_dir: Path,
+    tier: str,
+    *,
+    limit: int | None = None,
+    concurrency: int = 4,
+    semantic: bool = False,
 ) -> dict[str, Any]:
     corpus = write_corpus(dataset, work_dir / dataset.name / "corpus")
     questions = dataset.questions[:limit] if limit else dataset.questions
-    settings = Settings(data_dir=work_dir / dataset.name / f"run-{tier}", max_concurrent_sessions=concurrency)
+    run_dir = work_dir / dataset.name / (f"run-{tier}-semantic" if semantic else f"run-{tier}")
+    settings = Settings(data_dir=run_dir, max_concurrent_sessions=concurrency, semantic_search=semantic)
     texts = {d["id"]: d["text"] for d in dataset.documents}
-    index = CorpusIndex(settings.db_path("local_index.db"))
+    # --semantic: the folder gets vectors (the `semantic` extra) and the local provider's searches mix them
+    index = open_corpus_index(settings.db_path("local_index.db"), semantic=semantic)
     await index.index_folder(corpus)
     rows: list[dict[str, Any]] = []
     async with open_research_services(settings) as services:
@@ -249,7 +258,12 @@ def render_table(results: list[dict[str, Any]]) -> str:
 
 
 async def run(
-    eval_dir: Path, work_dir: Path, datasets: list[str], tiers: list[str], limit: int | None
+    eval_dir: Path,
+    work_dir: Path,
+    datasets: list[str],
+    tiers: list[str],
+    limit: int | None,
+    semantic: bool = False,
 ) -> list[dict[str, Any]]:
     results = []
     for name in datasets:
@@ -260,7 +274,7 @@ async def run(
             continue
         dataset = loader(folder)
         for tier in tiers:
-            results.append(await evaluate(dataset, work_dir, tier, limit=limit))
+            results.append(await evaluate(dataset, work_dir, tier, limit=limit, semantic=semantic))
     return results
 
 
@@ -271,10 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", default="hotpotqa,musique")
     parser.add_argument("--tiers", default="simple,standard")
     parser.add_argument("--limit", type=int)
+    parser.add_argument("--semantic", action="store_true", help="index with vectors and mix them (semantic extra)")
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
     results = asyncio.run(
-        run(args.eval_dir, args.work_dir, args.datasets.split(","), args.tiers.split(","), args.limit)
+        run(args.eval_dir, args.work_dir, args.datasets.split(","), args.tiers.split(","), args.limit, args.semantic)
     )
     print(render_table(results))
     out = args.work_dir / "multihop_results.json"

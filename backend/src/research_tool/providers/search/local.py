@@ -21,6 +21,7 @@ from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
 from research_tool.models.entities import SourceResult
 from research_tool.providers.base import Privacy, SearchProvider, SourceKind
+from research_tool.providers.local_corpus.hybrid import open_corpus_index
 from research_tool.providers.local_corpus.index import CorpusHit, CorpusIndex, IndexStats
 from research_tool.providers.local_corpus.indexed_folders import local_folders
 
@@ -80,8 +81,10 @@ class LocalProvider(SearchProvider):
     @property
     def index(self) -> CorpusIndex:
         if self._index is None:
-            self._index = CorpusIndex(
-                self.settings.db_path(INDEX_FILE), max_file_bytes=self.settings.corpus_max_file_bytes
+            self._index = open_corpus_index(
+                self.settings.db_path(INDEX_FILE),
+                semantic=self.settings.semantic_search,
+                max_file_bytes=self.settings.corpus_max_file_bytes,
             )
         return self._index
 
