@@ -188,6 +188,7 @@ class SessionStore:
             return {str(status): int(count) for status, count in await cur.fetchall()}
 
     async def reclaim_space(self, *, convert: bool = False) -> int:
-        """Give sessions.db's free pages back to the file system (it also holds the events). Its WAL is
-        checkpointed PASSIVE (never waiting for a reader: this runs on every delete) unless `convert` (gc)."""
-        return await reclaim_space(self._conn, convert=convert, checkpoint="TRUNCATE" if convert else "PASSIVE")
+        """Give sessions.db's free pages back to the file system (it also holds the events). Its WAL is cut back
+        without waiting for a reader (this runs on every delete; a reader in the way leaves it to the next one),
+        and waiting for them under `convert` (gc)."""
+        return await reclaim_space(self._conn, convert=convert, checkpoint="TRUNCATE", wait=convert)

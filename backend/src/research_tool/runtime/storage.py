@@ -94,14 +94,23 @@ async def _pragma_int(conn: aiosqlite.Connection, name: str) -> int:
 CheckpointMode = Literal["PASSIVE", "TRUNCATE"]
 
 
-def _checkpoint(conn: sqlite3.Connection, mode: CheckpointMode) -> tuple[int, int, int] | None:
+def _checkpoint(conn: sqlite3.Connection, mode: CheckpointMode, wait: bool) -> tuple[int, int, int] | None:
     """In the connection's thread, start to end: a checkpoint whose cursor stayed open across an `await` was a
-    write statement in progress, and every group commit that ran meanwhile failed its COMMIT (issue 22)."""
-    row = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+    write statement in progress, and every group commit that ran meanwhile failed its COMMIT (issue 22).
+    Without `wait`, the busy timeout is 0 for the checkpoint alone: a reader elsewhere makes it return (or
+    fail, and fall back to PASSIVE) at once instead of holding the connection's thread, and its writers."""
+    previous = None if wait else int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+    if previous is not None:
+        conn.execute("PRAGMA busy_timeout=0")
+    try:
+        row = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+    finally:
+        if previous is not None:
+            conn.execute(f"PRAGMA busy_timeout={previous}")
     return (int(row[0]), int(row[1]), int(row[2])) if row else None
 
 
-async def checkpoint_wal(conn: aiosqlite.Connection, mode: CheckpointMode = "PASSIVE") -> bool:
+async def checkpoint_wal(conn: aiosqlite.Connection, mode: CheckpointMode = "PASSIVE", *, wait: bool = True) -> bool:
     """Copy the WAL back into the database file (TRUNCATE: and cut the WAL to nothing). Maintenance only: it
     never fails its caller. SQLite refuses it ("database table is locked") while a statement of the same
     connection is reading, and TRUNCATE also waits out other connections' readers (busy_timeout); then a
@@ -110,7 +119,7 @@ async def checkpoint_wal(conn: aiosqlite.Connection, mode: CheckpointMode = "PAS
     for attempt in (mode, "PASSIVE") if mode != "PASSIVE" else (mode,):
         try:
             # aiosqlite's own way of running a function in the connection's thread (as execute() does)
-            await conn._execute(_checkpoint, conn._conn, attempt)  # type: ignore[no-untyped-call]
+            await conn._execute(_checkpoint, conn._conn, attempt, wait)  # type: ignore[no-untyped-call]
             return True
         except sqlite3.OperationalError as exc:
             log.info("wal_checkpoint_deferred", mode=attempt, reason=str(exc))
@@ -118,14 +127,15 @@ async def checkpoint_wal(conn: aiosqlite.Connection, mode: CheckpointMode = "PAS
 
 
 async def reclaim_space(
-    conn: aiosqlite.Connection, *, convert: bool = False, checkpoint: CheckpointMode = "TRUNCATE"
+    conn: aiosqlite.Connection, *, convert: bool = False, checkpoint: CheckpointMode = "TRUNCATE", wait: bool = True
 ) -> int:
     """Give the file's free pages back to the file system; returns the bytes the file shrank by.
 
     A file made with auto_vacuum=INCREMENTAL does it page by page (`PRAGMA incremental_vacuum`). A file made
     before that (auto_vacuum=NONE) can only shrink by a full VACUUM, which rewrites it: that happens only
     when `convert` is set (`research-tool gc`), and it switches the file to INCREMENTAL for good.
-    `checkpoint`: how the WAL is then written back (checkpoint_wal; PASSIVE never waits for anyone).
+    `checkpoint`: how the WAL is then written back (checkpoint_wal; PASSIVE never waits for anyone, nor does
+    TRUNCATE without `wait`).
     """
     page_size = await _pragma_int(conn, "page_size")
     before = await _pragma_int(conn, "page_count")
@@ -139,6 +149,6 @@ async def reclaim_space(
         await conn.execute("VACUUM")
         log.info("sqlite_vacuumed", pages_before=before)
     await conn.commit()
-    await checkpoint_wal(conn, checkpoint)
+    await checkpoint_wal(conn, checkpoint, wait=wait)
     after = await _pragma_int(conn, "page_count")
     return max(0, before - after) * page_size
