@@ -295,7 +295,7 @@ def selection_figures(
 ) -> dict[str, float]:
     """The full `select_answer` on the questions: first sentence holds the gold, short answers, answered,
     yes/no verdicts, and the engine time per question."""
-    first, short_given, short_right, answered_un, answered_ok, verdicts, seconds = [], [], [], [], [], [], []
+    first, anywhere, short_given, short_right, answered_un, answered_ok, verdicts, seconds = ([] for _ in range(8))
     for q in qs:
         started = time.perf_counter()
         sel = select_answer(q.item.question, sources[q.item.id], rules=rules)
@@ -308,11 +308,13 @@ def selection_figures(
             continue
         answered_ok.append(sel.answered)
         first.append(bool(sel.answered and sel.sentences and contains_gold(_lead(sel), q.item.answers)))
+        anywhere.append(sel.answered and any(contains_gold(c.statement, q.item.answers) for c in sel.sentences))
         short_given.append(bool(sel.short_answer))
         if sel.short_answer:
             short_right.append(contains_gold(sel.short_answer, q.item.answers))
     return {
         "first": _mean(first),
+        "anywhere": _mean(anywhere),
         "short_precision": _mean(short_right),
         "short_coverage": _mean(short_given),
         "unanswerable_not_answered": _mean(not a for a in answered_un),

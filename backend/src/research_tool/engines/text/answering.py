@@ -47,7 +47,7 @@ from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.ranker import Model, Sentence, features, has_code, load_model, matched
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.slots import required_slots, which_slot
-from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set
+from research_tool.engines.text.tokens import QUESTION_WORDS, content_stems, is_stopword, stem, stem_set
 from research_tool.models.entities import normalize_key
 
 AnswerType = Literal[
@@ -159,6 +159,8 @@ def classify_question(question: str) -> QuestionIntent:
         answer_type = "organization"
     elif kind == "entity" and _person_head(text):
         answer_type = "person"  # "which actor", "what Khitan prince": a kind of person
+    elif kind == "entity" and frozenset(stem(t) for t in slot.terms) & _MEASURE_HEADS:
+        answer_type = "number"  # "what temperature", "what percentage": a value
     else:
         answer_type = "thing"
     mentions = [m for m in find_mentions(text) if m.entity_type not in ("number",)]
@@ -173,6 +175,9 @@ def classify_question(question: str) -> QuestionIntent:
             if answer_type == "howto" and (key == "python" or (word.casefold().endswith("ly") and len(word) > 5)):
                 continue  # the language and manner adverbs ("safely", "efficiently") name no API
             weights[key] = 1.0
+    for noun in _ARTICLE_NOUN_RE.findall(text):
+        if noun.casefold() in QUESTION_WORDS and noun.casefold() not in _KIND_NOUNS:
+            weights[stem(noun)] = 1.0  # "a list", "the show": a noun after an article is a topic, not a request
     name_stems: set[str] = set()
     for name in names:
         for key in content_stems(name):
@@ -194,6 +199,8 @@ def classify_question(question: str) -> QuestionIntent:
     )
 
 
+_ARTICLE_NOUN_RE = re.compile(r"\b(?:a|an|the)\s+(\w+)", re.IGNORECASE)
+_KIND_NOUNS = frozenset(["name", "kind", "type", "sort"])
 _KIND_OF_RE = re.compile(
     r"^(?:in |of |for )?(?:which|what)\s+(?:kind|type|sort|form|variety)s?\s+of\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+"
     r"(?:is|was|are|were|did|does|do|has|had|have|can|could|will|would)\b",
@@ -398,9 +405,7 @@ def _named_in_question(text: str, intent: QuestionIntent) -> bool:
     return bool(stems) and stems <= intent.stems
 
 
-def rank_candidates(
-    intent: QuestionIntent, docs: Sequence[SourceDoc], model: Model | None = None
-) -> list[Candidate]:
+def rank_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc], model: Model | None = None) -> list[Candidate]:
     """Every candidate with its ranker features, score and confidence (see `ranker`)."""
     model = model or load_model()
     pool = [c for d in docs for c in d.candidates]
@@ -539,6 +544,7 @@ def _words(chosen: Sequence[Candidate]) -> int:
 
 def _similar(c: Candidate, chosen: Sequence[Candidate]) -> bool:
     return any(len(c.stems & o.stems) / max(1, len(c.stems | o.stems)) >= 0.5 for o in chosen)
+
 
 # --- short answers ---------------------------------------------------------------------------------------
 

@@ -170,9 +170,7 @@ def proximity(pairs: Sequence[tuple[str, str]], terms: Sequence[str]) -> float:
     at: dict[str, list[int]] = {}
     for i, t in enumerate(terms):
         at.setdefault(t, []).append(i)
-    hit = sum(
-        1 for a, b in pairs if any(abs(i - j) <= PAIR_WINDOW for i in at.get(a, ()) for j in at.get(b, ()))
-    )
+    hit = sum(1 for a, b in pairs if any(abs(i - j) <= PAIR_WINDOW for i in at.get(a, ()) for j in at.get(b, ())))
     return hit / len(pairs)
 
 
