@@ -44,7 +44,7 @@ from research_tool.engines.text.facts import clean_statement, is_declarative
 from research_tool.engines.text.howto_queries import HOWTO_RE, actions, is_howto
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
-from research_tool.engines.text.ranker import Model, Sentence, features, has_code, load_model, matched
+from research_tool.engines.text.ranker import Model, Sentence, features, load_model, matched
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.slots import required_slots, which_slot
 from research_tool.engines.text.tokens import QUESTION_WORDS, content_stems, is_stopword, stem, stem_set
@@ -276,6 +276,7 @@ class Candidate:
     filler: str | None = None
     link: Candidate | None = None  # the sentence that named this one's page (second hop)
     bridge: bool = False  # this sentence names another page of the pool
+    names_new: bool = False  # it names something the question does not
     signature: bool = False
 
     @property
@@ -415,11 +416,9 @@ def rank_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc], model: Mo
     for c in pool:
         c.coverage = _coverage(c.joint, c.context, weights)
     # typing a sentence (finding its names) is the costly part: only the plausible ones are typed
-    named: set[int] = set()
     for c in sorted(pool, key=lambda c: -c.coverage)[:MAX_TYPED_CANDIDATES]:
         c.filler = type_filler(intent, c.statement)
-        if any(not _named_in_question(m.text, intent) for m in find_mentions(c.statement)):
-            named.add(id(c))
+        c.names_new = any(not _named_in_question(m.text, intent) for m in find_mentions(c.statement))
     _link(intent, docs, pool)
     total = max(1, len(docs))
     sentences = []
@@ -436,13 +435,11 @@ def rank_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc], model: Mo
                     source_rank=1.0 - (c.n - 1) / total,
                     opening=c.index == 0,
                     typed=None if c.filler is None else "value" if intent.answer_type in _VALUE_TYPES else "name",
-                    new_name=id(c) in named,
-                    code=has_code(c.statement),
                     bridge=c.bridge,
                     link=c.link.joint | c.link.context if c.link is not None else frozenset(),
                 )
             )
-    values = features(intent.text, intent.weights, intent.name_stems, sentences, intent.answer_type == "howto")
+    values = features(intent.text, intent.weights, intent.name_stems, sentences)
     for c, f in zip(pool, values, strict=True):
         c.features = f
         c.score = model.score(f)
@@ -473,7 +470,9 @@ def _link(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidat
 
 # --- selection ----------------------------------------------------------------------------------------
 
-RULES: frozenset[str] = frozenset(["yes_no", "howto_lead", "choice", "support", "short_answer", "body_floor"])
+RULES: frozenset[str] = frozenset(
+    ["yes_no", "howto_lead", "choice", "second_hop", "support", "short_answer", "body_floor"]
+)
 
 
 @dataclass
@@ -483,6 +482,7 @@ class AnswerSelection:
     answered: bool
     verdict: str | None = None  # "Yes" / "No" for a yes/no question
     closest: list[Candidate] = field(default_factory=list)  # what was found, when not answered
+    span: str | None = None  # the lead's best span, given as `short_answer` only when of the asked type
 
 
 def select_answer(
@@ -513,6 +513,9 @@ def select_answer(
     lead = ranked[0]
     if lead.confidence < model.answered_at:
         return AnswerSelection([], None, False, closest=ranked[:2])
+    hop = _second_hop(lead, pool) if "second_hop" in rules else None
+    if hop is not None:
+        lead = hop
     chosen = _with_support(lead) if "support" in rules else [lead]
     floor = model.answered_at if "body_floor" in rules else 0.0
     for c in ranked[1:]:
@@ -523,8 +526,18 @@ def select_answer(
         if c in chosen or _similar(c, chosen):
             continue
         chosen.append(c)
-    short = short_answer(intent, lead) if "short_answer" in rules and lead.filler is not None else None
-    return AnswerSelection(chosen, short, True)
+    span = short_answer(intent, lead)
+    short = span if "short_answer" in rules and lead.filler is not None else None
+    return AnswerSelection(chosen, short, True, span=span)
+
+
+def _second_hop(lead: Candidate, pool: Sequence[Candidate]) -> Candidate | None:
+    """A lead that names another page of the pool (a bridge) leads on to it: that page's best sentence
+    carrying a value of the asked type, or a name the question does not give, answers instead."""
+    if not lead.bridge:
+        return None
+    far = [c for c in pool if c.link is lead and (c.filler is not None or c.names_new)]
+    return max(far, key=lambda c: c.score, default=None)
 
 
 def _with_support(lead: Candidate) -> list[Candidate]:
@@ -532,7 +545,7 @@ def _with_support(lead: Candidate) -> list[Candidate]:
     its opening pronoun refers to."""
     chosen = [lead]
     if lead.link is not None and lead.features.get("link", 0.0) > 0 and lead.coverage < lead.link.coverage:
-        chosen.append(lead.link)
+        chosen.append(lead.link)  # the sentence that named the lead's page
     elif lead.antecedent is not None:
         chosen.append(lead.antecedent)
     return chosen
@@ -1254,7 +1267,7 @@ def _choice(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> AnswerSelectio
         return None
     pick = years.index(min(years) if earliest else max(years))
     sentences = [d[1] for d in (dated[pick], dated[1 - pick]) if d is not None]
-    return AnswerSelection(sentences, options[pick], True)
+    return AnswerSelection(sentences, options[pick], True, span=options[pick])
 
 
 def _option_year(name: str, docs: Sequence[SourceDoc]) -> tuple[int, Candidate] | None:

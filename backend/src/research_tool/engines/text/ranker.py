@@ -15,18 +15,13 @@ Every citable sentence is a candidate. Each feature says what it measures (all i
 - `proximity`: the share of the question's adjacent term pairs the sentence keeps within two words.
 - `type_value`: the question asks for a date or a number and the sentence carries one the question does not
   already name; `type_name`: the same for a person, place or organisation.
-- `new_name`: the sentence names something (a capitalised name, a date, a number) the question does not.
 - `source_rank`: the source's place in the caller's ranking (1 for [1] down to near 0 for the last).
 - `title`: the share of the question's terms its page's title holds.
 - `opening`: the sentence opens its page (pages define their subject first).
-- `new_words`: how much the sentence says beyond the question (a restatement answers nothing).
 - `link`: when a good sentence of another page names this one's page (the second hop of a chain question),
   the share of the question's terms the two sentences state together; 0 otherwise.
-- `link_typed`: `link`, when the sentence also carries a value of the expected type or a new name (the far end
-  of a chain holds the answer).
 - `bridge`: the sentence is such a link itself (it names another page of the pool, where the answer may be):
   its `bm25`, else 0.
-- `code`: for a how-to question, a code-like span (`name(`, `a.b`, `key=`).
 
 `score` is the fitted linear combination (a listwise ranker: the weights maximise the probability the
 softmax over a question's candidates gives to the sentences holding the answer). `confidence` is a second
@@ -42,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -60,22 +54,16 @@ FEATURES: tuple[str, ...] = (
     "proximity",
     "type_value",
     "type_name",
-    "new_name",
     "source_rank",
     "title",
     "opening",
-    "new_words",
     "link",
-    "link_typed",
     "bridge",
-    "code",
 )
 K1 = 1.2
 B = 0.75
 PAIR_WINDOW = 2  # content words apart, at most, for a question pair to count as kept together
-NEW_WORDS_FULL = 6  # this many content words beyond the question's count as saying something
 WEIGHTS_FILE = Path(__file__).with_name("ranker_weights.json")
-_CODE_SPAN_RE = re.compile(r"`[^`\n]+`|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b\w+\(|\b[a-z_]+=")
 
 
 @dataclass(frozen=True)
@@ -121,8 +109,6 @@ class Sentence:
     source_rank: float
     opening: bool
     typed: str | None  # "value" or "name": carries a value of the expected type the question does not name
-    new_name: bool
-    code: bool
     bridge: bool  # names another page of the pool (by its title)
     link: frozenset[str]  # the words of another page's good sentence that names this one's page (and its title)
 
@@ -179,7 +165,6 @@ def features(
     question: dict[str, float],
     names: frozenset[str],
     sentences: Sequence[Sentence],
-    howto: bool,
 ) -> list[dict[str, float]]:
     """The feature values of every candidate (see the module docstring), in the order given."""
     pool = [s.terms for s in sentences]
@@ -204,15 +189,11 @@ def features(
                 "proximity": proximity(pairs, s.terms),
                 "type_value": float(s.typed == "value"),
                 "type_name": float(s.typed == "name"),
-                "new_name": float(s.new_name),
                 "source_rank": s.source_rank,
                 "title": share(qset & s.title, weights),
                 "opening": float(s.opening),
-                "new_words": min(1.0, len(set(s.terms) - qset) / NEW_WORDS_FULL),
                 "link": chained,
-                "link_typed": chained if s.typed or s.new_name else 0.0,
                 "bridge": b / best if s.bridge else 0.0,
-                "code": float(howto and s.code),
             }
         )
     return out
@@ -238,7 +219,3 @@ def matched(terms: Iterable[str], stems: frozenset[str]) -> frozenset[str]:
         ):
             out.add(term)
     return frozenset(out)
-
-
-def has_code(text: str) -> bool:
-    return _CODE_SPAN_RE.search(text) is not None
