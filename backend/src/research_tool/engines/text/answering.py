@@ -2,30 +2,21 @@
 the sources answer the question at all.
 
 - The question is classified into an expected answer type (person, place, date, number, organization,
-  thing, yes/no, how-to, definition, reason) and its aspects (a how-to question joined by "and" asks
-  two things: each part is an aspect that needs its own sentence).
-- Every sentence of every citable source is a candidate, not only the extracted facts. A candidate is
-  scored by the question terms it covers (rarer terms weigh more; the document's title and, for a
-  sentence opening with a pronoun, the previous sentence's subject count as context), by carrying a
-  value of the expected type that the question does not already name, by keeping the question's
-  adjacent word pairs together (a question paraphrases the sentence that answers it), by a superlative
-  when the question singles one thing out, and by its source's rank; a sentence that only restates the
-  question scores low. A title counts with its initials ("IPCC"). When the question asks for the subject
-  and the best sentence opens with a pronoun that can stand for it, the sentence naming the referent
-  leads.
-- Chains (bridge questions): a sentence on a page that another good sentence names is scored with that
-  sentence's question terms too, so the second hop (the named page's answer) can lead, its link after it.
-- Yes/no comparisons ("Are X and Y both ...?", "... the same ...?") are decided from each named thing's
-  own sentences and the verdict leads.
-- How-to questions lead with the call signature of the API whose documentation best covers the question,
-  then one sentence per aspect, preferring sentences with code-like spans. An API page answers through its
-  name as well as its prose: "csv.DictReader" spells out "read ... into dictionaries" even when its page
-  holds only a signature and a member list.
-- The short answer is a span of the lead: a value of the expected type, or the words after a cue the
-  question calls for ("because of" for why, "by" for how, "named"/"called" for a name), after the word
-  before a trailing wh-word ("... become what?"), or one of a choice question's options.
-- `answered` is false when the best candidate (with its title, antecedent and link) covers less than half
-  of the question's weighted terms (names weigh more): the sources talk about something else.
+  thing, yes/no, how-to, definition, reason), its weighted terms (names weigh more) and, for how-to
+  questions, its aspects.
+- Every declarative sentence of every citable source is a candidate. `rank_candidates` gives each its
+  ranker features and score (`ranker.py`: BM25, coverage, context, names, neighbours, proximity, answer
+  type, source rank, title, opening, chain link and bridge; weights fitted by `eval/fit_ranker.py`) and its
+  confidence that the sources answer the question.
+- `select_answer`: the top sentence leads when its confidence clears the fitted threshold; otherwise the
+  sources do not answer and the two best sentences are quoted as the closest. After the lead: the sentence
+  it leans on (its chain link or the sentence its pronoun refers to), then other sentences whose own
+  confidence clears the same floor.
+- Rules kept beside the ranker (each measured with and without in docs/answer-selection.md): yes/no
+  comparisons decided from each named thing's own page; how-to questions led by the best API's call
+  signature; choice questions ("which came first, A or B?") by each option's year; a second hop (a lead that
+  names another page of the pool leads on to that page's typed sentence); the short answer, a span of the
+  lead given only when the lead carries a value of the asked type.
 """
 
 from __future__ import annotations
@@ -68,7 +59,6 @@ ANSWERED_MIN_COVERAGE = 0.5  # how-to: the chosen sentences cover this much of t
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
 SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
-SHORT_OTHER_SIDE = 1.0
 SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
 SHORT_HEAD_PHRASE_BONUS = 2.0  # the words before the question's head noun, with it ("a progressive tax system")
 SHORT_SLOT_BONUS = 1.0  # a span right after the question's word before its wh-word ("... become what?")
@@ -1073,10 +1063,6 @@ def _trimmed(tokens: list[tuple[int, int, str]], a: int, b: int) -> tuple[int, i
     return a, b
 
 
-def _capitalised(tokens: list[tuple[int, int, str]], span: tuple[int, int]) -> bool:
-    return any(t[:1].isupper() or t[:1].isdigit() for _, _, t in tokens[span[0] : span[1]])
-
-
 def _stop(token: str) -> bool:
     return is_stopword(token)
 
@@ -1184,7 +1170,7 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             key=lambda c: (
                 _coverage(c.stems, c.context, aspect_weights)
                 + (CODE_BONUS if c.filler else 0.0)
-                + 0.5 * c.score
+                + 0.5 * c.confidence
                 + (0.15 if lead_doc is not None and c.n == lead_doc.n else 0.0)
             ),
             default=None,
