@@ -88,11 +88,20 @@ def test_a_question_no_source_touches_is_not_answered() -> None:
 def test_a_sentence_of_the_wrong_kind_is_no_answer() -> None:
     sources = corpus(
         "unittest — Unit testing framework",
-        "assertTupleEqual(first, second, msg=None) tests that two tuples are equal. "
-        "Optional message to use on failure instead of the default one.",
+        "assertTupleEqual(first, second, msg=None) tests that two tuples are equal.\n\n"
+        "msg: Optional message to use on failure instead of a list of differences.",
     )
     selection = select_answer("What is the difference between a list and a tuple?", sources)
     assert not selection.answered and selection.short_answer is None
+
+
+def test_a_difference_question_is_answered_by_a_sentence_naming_both_sides() -> None:
+    sources = corpus(
+        "Sequences",
+        "A list can be changed after it is made, while a tuple cannot: the difference is mutability.",
+    )
+    selection = select_answer("What is the difference between a list and a tuple?", sources)
+    assert selection.answered
 
 
 def test_the_weights_file_names_every_feature_and_a_threshold() -> None:

@@ -501,8 +501,9 @@ def select_answer(
     if not ranked:
         return AnswerSelection([], None, False)
     lead = ranked[0]
-    if lead.confidence < model.answered_at:
-        return AnswerSelection([], None, False, closest=ranked[:2])
+    if lead.confidence < model.answered_at or not _states_the_compared(intent, lead):
+        closest = list({c.statement: c for c in reversed(ranked[:4])}.values())[::-1][:2]  # one of each
+        return AnswerSelection([], None, False, closest=closest)
     hop = _second_hop(lead, pool) if "second_hop" in rules else None
     if hop is not None:
         lead = hop
@@ -519,6 +520,19 @@ def select_answer(
     span = short_answer(intent, lead)
     short = span if "short_answer" in rules and lead.filler is not None else None
     return AnswerSelection(chosen, short, True, span=span)
+
+
+_DIFFERENCE_RE = re.compile(r"\bdifference\s+between\s+(.+?)\s+and\s+(.+?)\s*\??$", re.IGNORECASE)
+
+
+def _states_the_compared(intent: QuestionIntent, lead: Candidate) -> bool:
+    """ "What is the difference between A and B?": a lead answers only when it names both A and B itself (a
+    sentence about one of them, or about "differences" in general, is of the wrong kind)."""
+    match = _DIFFERENCE_RE.search(intent.text)
+    if match is None:
+        return True
+    own = frozenset(lead.terms)
+    return all(matched(stem_set(side), own) == stem_set(side) for side in match.groups() if stem_set(side))
 
 
 def _second_hop(lead: Candidate, pool: Sequence[Candidate]) -> Candidate | None:
