@@ -10,8 +10,8 @@ the sources answer the question at all.
   confidence that the sources answer the question.
 - `select_answer`: the top sentence leads when its confidence clears the fitted threshold; otherwise the
   sources do not answer and the two best sentences are quoted as the closest. After the lead: the sentence
-  it leans on (its chain link or the sentence its pronoun refers to), then other sentences whose own
-  confidence clears the same floor.
+  it leans on (its chain link or the sentence its pronoun refers to), then other sentences the ranker gives
+  at least a one-in-ten chance of holding the answer (`BODY_SHARE`).
 - Rules kept beside the ranker (each measured with and without in docs/answer-selection.md): yes/no
   comparisons decided from each named thing's own page; how-to questions led by the best API's call
   signature; choice questions ("which came first, A or B?") by each option's year; a second hop (a lead that
@@ -260,7 +260,8 @@ class Candidate:
     antecedent: Candidate | None = None  # the previous sentence when this one opens with a pronoun
     score: float = 0.0
     coverage: float = 0.0
-    confidence: float = 0.0  # the ranker's probability that this sentence holds the answer
+    confidence: float = 0.0  # the confidence model's probability that the sources answer, with this as lead
+    share: float = 0.0  # the ranker's probability (softmax over the pool) that this sentence holds the answer
     features: dict[str, float] = field(default_factory=dict)
     terms: tuple[str, ...] = ()  # stemmed content words in order
     filler: str | None = None
@@ -434,6 +435,10 @@ def rank_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc], model: Mo
         c.features = f
         c.score = model.score(f)
         c.confidence = model.confidence(f, c.score)
+    top = max(c.score for c in pool)
+    total = sum(math.exp(c.score - top) for c in pool)
+    for c in pool:
+        c.share = math.exp(c.score - top) / total
     return pool
 
 
@@ -460,6 +465,7 @@ def _link(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidat
 
 # --- selection ----------------------------------------------------------------------------------------
 
+BODY_SHARE = 0.1  # after the lead: sentences the ranker gives at least a one-in-ten chance of holding the answer
 RULES: frozenset[str] = frozenset(
     ["yes_no", "howto_lead", "choice", "second_hop", "support", "short_answer", "body_floor"]
 )
@@ -508,12 +514,12 @@ def select_answer(
     if hop is not None:
         lead = hop
     chosen = _with_support(lead) if "support" in rules else [lead]
-    floor = model.answered_at if "body_floor" in rules else 0.0
+    floor = BODY_SHARE if "body_floor" in rules else 0.0
     for c in ranked[1:]:
         if len(chosen) >= MAX_ANSWER_SENTENCES - 1 or _words(chosen) >= MAX_ANSWER_WORDS - 25:
             break
-        if c.confidence < floor:
-            break  # the rest bear less on the question than an answer must
+        if c.share < floor:
+            break  # the rest are unlikely to hold the answer: they bear too little on the question
         if c in chosen or _similar(c, chosen):
             continue
         chosen.append(c)
