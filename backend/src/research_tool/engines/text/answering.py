@@ -436,9 +436,9 @@ def rank_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc], model: Mo
         c.score = model.score(f)
         c.confidence = model.confidence(f, c.score)
     top = max(c.score for c in pool)
-    total = sum(math.exp(c.score - top) for c in pool)
+    mass = sum(math.exp(c.score - top) for c in pool)
     for c in pool:
-        c.share = math.exp(c.score - top) / total
+        c.share = math.exp(c.score - top) / mass
     return pool
 
 
