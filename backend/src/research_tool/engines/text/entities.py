@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from research_tool.engines.text.tokens import is_stopword
 from research_tool.models.entities import Entity, EntityType, normalize_key
 
 _MONTHS = (
@@ -279,12 +280,33 @@ def clean_title(title: str) -> str:
     return re.sub(r"\s*\([^)]*\)\s*$", "", title).strip() or title.strip()
 
 
+_LITERALS = frozenset(["true", "false", "none", "null", "nan", "yes", "no", "ok"])
+_FUNCTION_WORDS = frozenset(["like", "unlike", "via", "per", "despite", "unless", "whether", "otherwise"])
+_ABBREVIATION_RE = re.compile(r"^(?:[a-z]\.)+[a-z]?\.?$|^(?:etc|viz|vs|cf|ibid)\.?$", re.IGNORECASE)
+
+
+def is_entity_name(text: str) -> bool:
+    """A mention worth listing as an entity: not a stopword ("Like"), a literal ("True", "None"), a Latin
+    abbreviation ("e.g", "i.e") or a fragment opening with punctuation ("(a")."""
+    stripped = text.strip()
+    if len(stripped) < 2 or not stripped[0].isalnum():
+        return False
+    key = stripped.casefold()
+    if key in _LITERALS or (_ABBREVIATION_RE.match(stripped) and not stripped.isupper()):
+        return False
+    words = key.split()
+    if len(words) == 1 and (key in _FUNCTION_WORDS or key in _COMMON_SENTENCE_STARTERS):
+        return False
+    return not all(is_stopword(w) for w in words)
+
+
 def extract_entities(text: str, source_url: str, iteration: int) -> list[Entity]:
-    """Entities of one text, merged by normalized name; the richest type wins."""
+    """Entities of one text, merged by normalized name; the richest type wins; stopwords, literals,
+    abbreviations and fragments are none."""
     by_key: dict[str, Entity] = {}
     for mention in find_mentions(text):
         key = normalize_key(mention.text)
-        if not key:
+        if not key or not is_entity_name(mention.text):
             continue
         old = by_key.get(key)
         if old is None:

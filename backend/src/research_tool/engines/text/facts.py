@@ -180,12 +180,13 @@ def score_sentences(question: str, source: SourceResult) -> list[ScoredSentence]
     about_question = 0.2 if title_stems and title_stems <= frozenset(profile.weights) else 0.0
     scored: list[ScoredSentence] = []
     title = clean_statement(source.title).rstrip(".").casefold()
-    for sentence in split_sentences(source.text()):
+    sentences = split_sentences(source.text())
+    for sentence in sentences:
         if not is_declarative(sentence.text) or is_instruction_like(sentence.text):
             continue  # questions, fragments, and words addressed to an assistant state no fact
         statement = clean_statement(sentence.text)
-        if statement.rstrip(".").casefold() == title:
-            continue  # the document's title line says what it is about, not a fact
+        if statement.rstrip(".").casefold() == title and len(sentences) > 1:
+            continue  # the title line says what the document is about (unless it is the whole document)
         stems = frozenset(content_stems(statement))
         relevance = profile.coverage(stems, title_stems)
         if query_profile is not None:

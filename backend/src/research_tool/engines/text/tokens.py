@@ -121,7 +121,8 @@ def _strip_suffix(w: str) -> str:
 
 
 def _drop_final_e(w: str) -> str:
-    return w[:-1] if len(w) > 4 and w.endswith("e") and not w.endswith("ee") else w
+    """ "bake" and "baked" meet at "bak", "rise" and "rises" at "ris" (a four-letter word too)."""
+    return w[:-1] if len(w) > 3 and w.endswith("e") and not w.endswith("ee") else w
 
 
 def content_words(text: str) -> list[str]:

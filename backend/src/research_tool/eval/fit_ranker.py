@@ -1,0 +1,401 @@
+"""Fit the answer-sentence ranker (`engines/text/ranker_weights.json`) and measure it, with its ablation.
+
+`python -m research_tool.eval.fit_ranker --cache DIR [--write]`
+
+1. Candidate pools: every question's top paragraphs from the local index (as many as its tier's source budget:
+   SQuAD 5, HotpotQA 15, how-to 5), saved under DIR so later runs skip retrieval.
+2. Features: every candidate sentence's ranker features (`engines/text/ranker.py`) and its label (the sentence
+   holds a gold answer), saved under DIR.
+3. Fit: L2-regularised logistic regression (numpy, Newton steps) on the **fit** part only: SQuAD articles 24-35
+   (with their held-out articles' questions as unanswerable pools, every sentence a negative) and the even
+   HotpotQA questions. The `answered` threshold is the confidence that keeps answerable fit questions
+   wrongly unanswered at most ANSWERABLE_FALSE_MAX while refusing as many unanswerable ones as it can.
+4. Measure on fit and test parts, the BM25-over-sentences baseline beside each figure; then the ablation:
+   refit without each feature, and run the whole selection (`select_answer`) without each kept rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from research_tool.engines.base import NumberedSource
+from research_tool.engines.text import ranker
+from research_tool.engines.text.answering import (
+    RULES,
+    AnswerSelection,
+    build_candidates,
+    classify_question,
+    rank_candidates,
+    select_answer,
+)
+from research_tool.engines.text.ranker import FEATURES, Model
+from research_tool.eval.answers import (
+    SQUAD_HELD_OUT_EVERY,
+    Item,
+    bm25_top_sentence,
+    contains_gold,
+    hit_sources,
+    load_howto,
+    squad_questions,
+)
+from research_tool.eval.multihop import DEFAULT_EVAL_DIR, load_hotpotqa
+from research_tool.providers.local_corpus.index import CorpusIndex
+
+PER_PART = 1000  # answerable SQuAD questions per part (a fixed sample; the parts hold about 2,000 each)
+PER_PART_UNANSWERABLE = 250
+SOURCES = {"squad": 5, "hotpotqa": 15, "howto": 5}
+L2 = 0.001
+SET_WEIGHT = 5.0
+STEPS = 300
+RATE = 0.1
+ANSWERABLE_FALSE_MAX = 0.05  # on the fit part; the target on the test part is 0.07
+SEED = 7
+
+
+@dataclass
+class Question:
+    set: str
+    part: str  # fit | test
+    item: Item
+
+
+def questions(eval_dir: Path) -> list[Question]:
+    out: list[Question] = []
+    _, parts = squad_questions(eval_dir / "squad_dev_part2")
+    rng = random.Random(SEED)
+    for part in ("fit", "test"):
+        out += [Question("squad", part, i) for i in rng.sample(parts[part], PER_PART)]
+        out += [Question("squad", part, i) for i in rng.sample(parts[f"{part}_unanswerable"], PER_PART_UNANSWERABLE)]
+    hotpot = load_hotpotqa(eval_dir / "hotpotqa_train100")
+    raw = {
+        q["_id"]: q
+        for q in json.loads((eval_dir / "hotpotqa_train100" / "hipporag_hotpotqa_train100.json").read_text())
+    }
+    for k, q in enumerate(hotpot.questions):
+        answer = raw[q.id]["answer"]
+        kind = "yes_no" if answer.casefold() in ("yes", "no") else "factoid"
+        out.append(Question("hotpotqa", "fit" if k % 2 == 0 else "test", Item(q.id, q.text, [answer], kind, q.gold)))
+    return out
+
+
+def corpora(eval_dir: Path, cache: Path) -> dict[str, tuple[CorpusIndex, Path]]:
+    """Each set's corpus folder, indexed under the cache."""
+    from research_tool.eval.answers import _write_corpus
+
+    documents, _ = squad_questions(eval_dir / "squad_dev_part2")
+    squad = _write_corpus(documents, cache / "squad" / "corpus")
+    hotpot = _write_corpus(load_hotpotqa(eval_dir / "hotpotqa_train100").documents, cache / "hotpotqa" / "corpus")
+    howto = load_howto(eval_dir / "howto_pydoc" / "dev.jsonl", cache / "howto" / "demo_corpus").corpus
+    out = {}
+    for name, folder in (("squad", squad), ("hotpotqa", hotpot), ("howto", howto)):
+        index = CorpusIndex(cache / f"{name}_index.db")
+        index.index_folder_sync(folder)
+        out[name] = (index, folder)
+    return out
+
+
+def pools(qs: Sequence[Question], eval_dir: Path, cache: Path) -> dict[str, list[NumberedSource]]:
+    """Every question's candidate sources (cached as the hits' fields)."""
+    path = cache / "pools.json"
+    stored: dict[str, list[dict[str, str]]] = json.loads(path.read_text()) if path.exists() else {}
+    missing = [q for q in qs if q.item.id not in stored]
+    if missing:
+        indexes = corpora(eval_dir, cache)
+        for q in missing:
+            index, folder = indexes[q.set]
+            hits = index.search_sync(q.item.question, roots=[folder], limit=SOURCES[q.set])
+            stored[q.item.id] = [{"url": h.url, "title": h.title, "text": h.text, "snippet": h.snippet} for h in hits]
+        path.write_text(json.dumps(stored))
+    from research_tool.models.entities import SourceResult
+
+    return {
+        q.item.id: [
+            NumberedSource(
+                n=i,
+                source=SourceResult(
+                    url=h["url"], title=h["title"], snippet=h["snippet"], source_name="local", full_content=h["text"]
+                ),
+            )
+            for i, h in enumerate(stored[q.item.id], start=1)
+        ]
+        for q in qs
+    }
+
+
+ZERO = Model(weights=dict.fromkeys(FEATURES, 0.0), calibration={}, offset=0.0, answered_at=0.5)
+
+
+def feature_rows(qs: Sequence[Question], sources: dict[str, list[NumberedSource]], cache: Path) -> dict[str, Any]:
+    """Per question: the candidates' feature matrix, labels, and the BM25 baseline's pick holds the gold."""
+    path = cache / "features.json"
+    if path.exists():
+        stored = json.loads(path.read_text())
+        if stored.get("features") == list(FEATURES) and all(q.item.id in stored["rows"] for q in qs):
+            return stored["rows"]  # type: ignore[no-any-return]
+    rows: dict[str, Any] = {}
+    for q in qs:
+        intent = classify_question(q.item.question)
+        pool = rank_candidates(intent, build_candidates(sources[q.item.id]), ZERO)
+        rows[q.item.id] = {
+            "x": [[c.features[f] for f in FEATURES] for c in pool],
+            "y": [int(contains_gold(c.statement, q.item.answers)) if q.item.answers else 0 for c in pool],
+            "base": bool(q.item.answers)
+            and contains_gold(bm25_top_sentence(q.item.question, sources[q.item.id]), q.item.answers),
+        }
+    path.write_text(json.dumps({"features": list(FEATURES), "rows": rows}))
+    return rows
+
+
+@dataclass
+class Fitted:
+    weights: np.ndarray  # one per kept feature
+    calibration: np.ndarray  # one per kept feature, then one for the score
+    offset: float
+    answered_at: float
+
+
+def set_weights(qs: Sequence[Question]) -> dict[str, float]:
+    """Each set weighs as much in total as SQuAD does, but a question at most SET_WEIGHT times a SQuAD one
+    (HotpotQA's 50 fit questions would drown otherwise, and would be over-fitted if weighed in full)."""
+    counts: dict[str, int] = {}
+    for q in qs:
+        counts[q.set] = counts.get(q.set, 0) + 1
+    top = max(counts.values())
+    return {name: min(SET_WEIGHT, top / n) for name, n in counts.items()}
+
+
+def fit_listwise(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int]) -> np.ndarray:
+    """Weights maximising the softmax probability of a question's answer sentences (Adam, L2)."""
+    kept = [q for q in qs if rows[q.item.id]["x"] and any(rows[q.item.id]["y"])]
+    per_set = set_weights(kept)
+    data = [
+        (np.asarray(rows[q.item.id]["x"], dtype=float)[:, keep], np.asarray(rows[q.item.id]["y"], dtype=float))
+        for q in kept
+    ]
+    qw = np.array([per_set[q.set] for q in kept])
+    qw /= qw.sum()
+    w = np.zeros(len(keep))
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for step in range(1, STEPS + 1):
+        grad = L2 * w
+        for (x, y), a in zip(data, qw, strict=True):
+            s = x @ w
+            p = np.exp(s - s.max())
+            grad += a * (x.T @ (p / p.sum() - y / y.sum()))
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad * grad
+        w -= RATE * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+    return w
+
+
+def logistic(x: np.ndarray, labels: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float]:
+    """Logistic regression (L2 on the weights, not the offset) by Newton's method."""
+    x = np.hstack([x, np.ones((len(x), 1))])
+    theta = np.zeros(x.shape[1])
+    penalty = np.full(x.shape[1], l2)
+    penalty[-1] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ theta, -30, 30)))
+        hess = (x * (p * (1 - p))[:, None]).T @ x + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hess, x.T @ (p - labels) + penalty * theta)
+        theta -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return theta[:-1], float(theta[-1])
+
+
+def lead_rows(
+    qs: Sequence[Question], rows: dict[str, Any], w: np.ndarray, keep: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's lead: its features and score, and whether the question is answerable."""
+    xs, ys = [], []
+    for q in qs:
+        if rows[q.item.id]["x"]:
+            x = np.asarray(rows[q.item.id]["x"], dtype=float)[:, keep]
+            s = x @ w
+            i = int(np.argmax(s))
+            xs.append(np.append(x[i], s[i]))
+            ys.append(float(bool(q.item.answers)))
+    return np.array(xs), np.array(ys)
+
+
+def leads(
+    qs: Sequence[Question], rows: dict[str, Any], fitted: Fitted, keep: Sequence[int]
+) -> list[tuple[Question, float, bool]]:
+    """(question, the lead's confidence, the lead holds the gold) for each question."""
+    out = []
+    for q in qs:
+        x = np.asarray(rows[q.item.id]["x"], dtype=float)
+        if not len(x):
+            out.append((q, 0.0, False))
+            continue
+        s = x[:, keep] @ fitted.weights
+        i = int(np.argmax(s))
+        z = float(np.append(x[i, keep], s[i]) @ fitted.calibration + fitted.offset)
+        out.append((q, float(1 / (1 + np.exp(-z))), bool(rows[q.item.id]["y"][i])))
+    return out
+
+
+def fit_model(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int]) -> Fitted:
+    """Ranker weights, the confidence model (on the leads: do the sources answer the question?) and the
+    threshold, all from the fit part."""
+    fit_qs = [q for q in qs if q.part == "fit"]
+    w = fit_listwise(fit_qs, rows, keep)
+    calibration, offset = logistic(*lead_rows([q for q in fit_qs if q.set == "squad"], rows, w, keep))
+    fitted = Fitted(w, calibration, offset, 0.5)
+    squad = [t for t in leads(fit_qs, rows, fitted, keep) if t[0].set == "squad"]
+    answerable = sorted(c for q, c, _ in squad if q.item.answers)
+    fitted.answered_at = answerable[int(ANSWERABLE_FALSE_MAX * len(answerable))] if answerable else 0.5
+    return fitted
+
+
+def figures(tops: Sequence[tuple[Question, float, bool]], rows: dict[str, Any], at: float) -> dict[str, float]:
+    answerable = [(q, c, ok) for q, c, ok in tops if q.item.answers and q.item.kind != "yes_no"]
+    unanswerable = [(q, c) for q, c, _ in tops if not q.item.answers]
+    out = {
+        "first": _mean(ok for _, _, ok in answerable),
+        "baseline": _mean(rows[q.item.id]["base"] for q, _, _ in answerable),
+        "questions": float(len(answerable)),
+    }
+    if unanswerable:
+        out["unanswerable_not_answered"] = _mean(c < at for _, c in unanswerable)
+        out["answerable_wrongly_not_answered"] = _mean(c < at for _, c, _ in answerable)
+    return out
+
+
+def _mean(values: Any) -> float:
+    values = [float(v) for v in values]
+    return round(sum(values) / len(values), 3) if values else float("nan")
+
+
+def report(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int], fitted: Fitted) -> dict[str, Any]:
+    out = {}
+    for name in ("squad", "hotpotqa"):
+        for part in ("fit", "test"):
+            sub = [q for q in qs if q.set == name and q.part == part]
+            out[f"{name}/{part}"] = figures(leads(sub, rows, fitted, keep), rows, fitted.answered_at)
+    return out
+
+
+# --- the whole selection, rule by rule -----------------------------------------------------------------
+
+
+def selection_figures(
+    qs: Sequence[Question], sources: dict[str, list[NumberedSource]], rules: frozenset[str]
+) -> dict[str, float]:
+    """The full `select_answer` on the questions: first sentence holds the gold, short answers, answered,
+    yes/no verdicts, and the engine time per question."""
+    first, anywhere, short_given, short_right, answered_un, answered_ok, verdicts, seconds = ([] for _ in range(8))
+    for q in qs:
+        started = time.perf_counter()
+        sel = select_answer(q.item.question, sources[q.item.id], rules=rules)
+        seconds.append(time.perf_counter() - started)
+        if not q.item.answers:
+            answered_un.append(sel.answered)
+            continue
+        if q.item.kind == "yes_no":
+            verdicts.append((sel.verdict or "").casefold() == q.item.answers[0].casefold())
+            continue
+        answered_ok.append(sel.answered)
+        first.append(bool(sel.answered and sel.sentences and contains_gold(_lead(sel), q.item.answers)))
+        anywhere.append(sel.answered and any(contains_gold(c.statement, q.item.answers) for c in sel.sentences))
+        short_given.append(bool(sel.short_answer))
+        if sel.short_answer:
+            short_right.append(contains_gold(sel.short_answer, q.item.answers))
+    return {
+        "first": _mean(first),
+        "anywhere": _mean(anywhere),
+        "short_precision": _mean(short_right),
+        "short_coverage": _mean(short_given),
+        "unanswerable_not_answered": _mean(not a for a in answered_un),
+        "answerable_wrongly_not_answered": _mean(not a for a in answered_ok),
+        "yes_no": _mean(verdicts),
+        "seconds": round(sum(seconds) / max(1, len(seconds)), 4),
+    }
+
+
+def _lead(sel: AnswerSelection) -> str:
+    return sel.sentences[0].statement
+
+
+def howto_figures(eval_dir: Path, cache: Path, rules: frozenset[str], part: str) -> dict[str, float]:
+    answer_set = load_howto(eval_dir / "howto_pydoc" / "dev.jsonl", cache / "howto" / "demo_corpus")
+    index = CorpusIndex(cache / "howto_index.db")
+    index.index_folder_sync(answer_set.corpus)
+    items = answer_set.items[0::2] if part == "fit" else answer_set.items[1::2]
+    ok = []
+    for item in items:
+        hits = index.search_sync(item.question, roots=[answer_set.corpus], limit=SOURCES["howto"])
+        sel = select_answer(item.question, hit_sources(hits), rules=rules)
+        text = " ".join(c.statement for c in sel.sentences[:2]) if sel.answered else ""
+        ok.append(any(a in text for a in item.answers))
+    return {"howto_first_two": _mean(ok)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m research_tool.eval.fit_ranker")
+    parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
+    parser.add_argument("--cache", type=Path, default=Path("data/eval/ranker"))
+    parser.add_argument("--write", action="store_true", help="write the fitted weights into the package")
+    parser.add_argument("--ablate", action="store_true", help="refit without each feature (fit and test figures)")
+    parser.add_argument("--rules", action="store_true", help="the whole selection with and without each rule")
+    args = parser.parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    qs = questions(args.eval_dir)
+    sources = pools(qs, args.eval_dir, args.cache)
+    rows = feature_rows(qs, sources, args.cache)
+    everything = list(range(len(FEATURES)))
+    fitted = fit_model(qs, rows, everything)
+    print("weights:", {f: round(float(v), 3) for f, v in zip(FEATURES, fitted.weights, strict=True)})
+    print("calibration:", np.round(fitted.calibration, 3), round(fitted.offset, 3), "at", round(fitted.answered_at, 4))
+    print(json.dumps(report(qs, rows, everything, fitted), indent=1))
+    if args.write:
+        ranker.WEIGHTS_FILE.write_text(
+            json.dumps(
+                {
+                    "weights": {f: round(float(v), 4) for f, v in zip(FEATURES, fitted.weights, strict=True)},
+                    "calibration": {
+                        f: round(float(v), 4) for f, v in zip([*FEATURES, "score"], fitted.calibration, strict=True)
+                    },
+                    "offset": round(fitted.offset, 4),
+                    "answered_at": round(fitted.answered_at, 4),
+                    "fitted_on": "SQuAD dev articles 24-35 (squad_dev_part2 articles 0-11, held-out "
+                    f"{[a for a in range(12) if a % SQUAD_HELD_OUT_EVERY == SQUAD_HELD_OUT_EVERY - 1]} as "
+                    "unanswerable) and the even HotpotQA train100 questions; "
+                    "python -m research_tool.eval.fit_ranker --write",
+                },
+                indent=1,
+            )
+            + "\n"
+        )
+        ranker.load_model.cache_clear()
+    if args.ablate:
+        for k, name in enumerate(FEATURES):
+            keep = [i for i in everything if i != k]
+            r = report(qs, rows, keep, fit_model(qs, rows, keep))
+            print(f"without {name}:", json.dumps({k2: v for k2, v in r.items() if k2.endswith("test")}))
+    if args.rules:
+        test: Callable[[str], list[Question]] = lambda s: [q for q in qs if q.set == s and q.part == "test"]  # noqa: E731
+        for rule in ["all", *sorted(RULES)]:
+            rules = RULES if rule == "all" else RULES - {rule}
+            figs = {
+                "squad": selection_figures(test("squad"), sources, rules),
+                "hotpotqa": selection_figures(test("hotpotqa"), sources, rules),
+                "howto": howto_figures(args.eval_dir, args.cache, rules, "test"),
+            }
+            print(f"rules without {rule}:", json.dumps(figs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

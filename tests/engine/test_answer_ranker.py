@@ -1,0 +1,127 @@
+"""The fitted answer ranker on one-sentence corpora written for this test: a sentence that plainly answers is
+answered and leads; a question no source touches, or a sentence of the wrong kind, is not an answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from research_tool.engines.base import NumberedSource
+from research_tool.engines.text.answering import select_answer
+from research_tool.engines.text.entities import extract_entities
+from research_tool.engines.text.ranker import FEATURES, bm25_scores, load_model
+from research_tool.models.entities import SourceResult
+
+
+def corpus(title: str, text: str) -> list[NumberedSource]:
+    return [
+        NumberedSource(
+            n=1, source=SourceResult(url="file:///one.txt", title=title, source_name="local", full_content=text)
+        )
+    ]
+
+
+ONE_SENTENCE_CORPORA = [
+    (
+        "asyncio notes",
+        "Asyncio tasks can be cancelled with Task.cancel(), which raises CancelledError in the task.",
+        "how do I cancel an asyncio task",
+    ),
+    (
+        "Bread",
+        "Bake the bread at 220 degrees Celsius for 35 minutes.",
+        "At what temperature should the bread be baked?",
+    ),
+    ("Harbour", "The Vesk lighthouse was built in 1874 by the harbour board.", "When was the Vesk lighthouse built?"),
+    (
+        "Orchard",
+        "The Glass Orchard was written by Edda Lorne during one winter on the coast.",
+        "Who wrote The Glass Orchard?",
+    ),
+    (
+        "Rivers",
+        "The river Tolt rises in the Marrow Hills and flows into the Grey Sea.",
+        "Where does the river Tolt rise?",
+    ),
+    (
+        "Bridge",
+        "The Varn bridge has eleven stone arches across the river.",
+        "How many arches does the Varn bridge have?",
+    ),
+    (
+        "Moss",
+        "Moss dies back in summer because the shallow soil dries out completely.",
+        "Why does the moss die back in summer?",
+    ),
+    (
+        "Kettle",
+        "A kettlebell is a cast iron weight shaped like a ball with a handle.",
+        "What is a kettlebell?",
+    ),
+    (
+        "Choir",
+        "The Quell choir is run by the Ostrava Music Society, a charity founded by local teachers.",
+        "Which organization runs the Quell choir?",
+    ),
+    (
+        "git notes",
+        "To undo the last commit but keep its changes, run git reset --soft HEAD~1.",
+        "How do I undo the last git commit but keep the changes?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("title", "sentence", "question"), ONE_SENTENCE_CORPORA)
+def test_a_sentence_that_plainly_answers_is_answered_and_leads(title: str, sentence: str, question: str) -> None:
+    selection = select_answer(question, corpus(title, sentence))
+    assert selection.answered, question
+    assert selection.sentences[0].statement == sentence
+
+
+def test_a_question_no_source_touches_is_not_answered() -> None:
+    selection = select_answer(
+        "Which orchestra first performed the Quell symphony?",
+        corpus("Bread", "Bake the bread at 220 degrees Celsius for 35 minutes."),
+    )
+    assert not selection.answered and selection.short_answer is None
+
+
+def test_a_sentence_of_the_wrong_kind_is_no_answer() -> None:
+    sources = corpus(
+        "unittest — Unit testing framework",
+        "assertTupleEqual(first, second, msg=None) tests that two tuples are equal.\n\n"
+        "msg: Optional message to use on failure instead of a list of differences.",
+    )
+    selection = select_answer("What is the difference between a list and a tuple?", sources)
+    assert not selection.answered and selection.short_answer is None
+
+
+def test_a_difference_question_is_answered_by_a_sentence_naming_both_sides() -> None:
+    sources = corpus(
+        "Sequences",
+        "A list can be changed after it is made, while a tuple cannot: the difference is mutability.",
+    )
+    selection = select_answer("What is the difference between a list and a tuple?", sources)
+    assert selection.answered
+
+
+def test_the_weights_file_names_every_feature_and_a_threshold() -> None:
+    model = load_model()
+    assert set(model.weights) == set(FEATURES)
+    assert 0.0 < model.answered_at < 1.0
+
+
+def test_bm25_prefers_the_sentence_with_the_rarer_question_term() -> None:
+    pool = [["bridge", "stone"], ["bridge", "arch"], ["bridge", "river"]]
+    scores = bm25_scores(["bridge", "arch"], pool)
+    assert scores.index(max(scores)) == 1
+    assert bm25_scores(["bridge"], []) == []
+
+
+def test_entities_leave_out_stopwords_literals_abbreviations_and_fragments() -> None:
+    text = (
+        "Like the others, the flag may be True or None (a default), e.g. when Genghis Khan rides to Kaifeng "
+        "and calls asyncio.Task."
+    )
+    names = {e.name for e in extract_entities(text, "file:///x", 0)}
+    assert not names & {"Like", "True", "None", "e.g", "(a"}
+    assert "Genghis Khan" in names
