@@ -510,7 +510,7 @@ def select_answer(
     if lead.confidence < model.answered_at or not _states_the_compared(intent, lead):
         closest = list({c.statement: c for c in reversed(ranked[:4])}.values())[::-1][:2]  # one of each
         return AnswerSelection([], None, False, closest=closest)
-    hop = _second_hop(lead, pool) if "second_hop" in rules else None
+    hop = _second_hop(lead, pool, {d.n: d.title_key for d in docs}) if "second_hop" in rules else None
     if hop is not None:
         lead = hop
     chosen = _with_support(lead) if "support" in rules else [lead]
@@ -541,13 +541,32 @@ def _states_the_compared(intent: QuestionIntent, lead: Candidate) -> bool:
     return all(matched(stem_set(side), own) == stem_set(side) for side in match.groups() if stem_set(side))
 
 
-def _second_hop(lead: Candidate, pool: Sequence[Candidate]) -> Candidate | None:
+def _second_hop(lead: Candidate, pool: Sequence[Candidate], titles: dict[int, str]) -> Candidate | None:
     """A lead that names another page of the pool (a bridge) leads on to it: that page's best sentence
-    carrying a value of the asked type, or a name the question does not give, answers instead."""
-    if not lead.bridge:
+    carrying a value of the asked type, or a name the question does not give, answers instead. A lead whose
+    only value of the asked type is its own page's subject (the thing the question describes, not what it
+    asks of it) leads on within its page, or to a page its page names: the best sentence there carrying a
+    value of the asked type that is neither page's subject."""
+    if lead.bridge:
+        far = [c for c in pool if c.link is lead and (c.filler is not None or c.names_new)]
+        return max(far, key=lambda c: c.score, default=None)
+    if lead.filler is None or not _is_subject(lead.filler, titles.get(lead.n, "")):
         return None
-    far = [c for c in pool if c.link is lead and (c.filler is not None or c.names_new)]
-    return max(far, key=lambda c: c.score, default=None)
+    near = [
+        c
+        for c in pool
+        if c is not lead
+        and (c.n == lead.n or (c.link is not None and c.link.n == lead.n))
+        and c.filler is not None
+        and not _is_subject(c.filler, titles.get(c.n, ""))
+        and not _is_subject(c.filler, titles.get(lead.n, ""))
+    ]
+    return max(near, key=lambda c: c.score, default=None)
+
+
+def _is_subject(filler: str, title_key: str) -> bool:
+    key = normalize_key(filler)
+    return bool(key) and bool(title_key) and (key == title_key or key in title_key or title_key in key)
 
 
 def _with_support(lead: Candidate) -> list[Candidate]:
