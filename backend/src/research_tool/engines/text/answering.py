@@ -465,6 +465,7 @@ def _link(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidat
 
 # --- selection ----------------------------------------------------------------------------------------
 
+SHORT_SHARE = 0.5  # a short answer only from a lead the ranker gives at least even odds (precise or null)
 BODY_SHARE = 0.1  # after the lead: sentences the ranker gives at least a one-in-ten chance of holding the answer
 RULES: frozenset[str] = frozenset(
     ["yes_no", "howto_lead", "choice", "second_hop", "support", "short_answer", "body_floor"]
@@ -524,8 +525,34 @@ def select_answer(
             continue
         chosen.append(c)
     span = short_answer(intent, lead)
-    short = span if "short_answer" in rules and lead.filler is not None else None
+    precise = lead.filler is not None and lead.share >= SHORT_SHARE and _complete_span(span, intent.answer_type)
+    short = span if "short_answer" in rules and precise else None
     return AnswerSelection(chosen, short, True, span=span)
+
+
+_SPAN_JOINERS = frozenset(["of", "and", "the", "de", "von", "van", "du", "la", "le", "da", "del", "der", "&"])
+_NUMBER_WORD_RE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|dozen)\b",
+    re.IGNORECASE,
+)
+
+
+def _complete_span(span: str | None, answer_type: str) -> bool:
+    """A span of the asked type and whole: a date or number holds a figure or number word; a name is
+    capitalised words (joined by "of", "and", "de" ...), not a clause fragment or a possessive."""
+    words = (span or "").split()
+    if not words:
+        return False
+    if answer_type in _VALUE_TYPES:
+        return bool(_NUMBER_WORD_RE.search(span or ""))
+    if answer_type in _LOOSE_TYPES:
+        return (
+            words[0][:1].isupper()
+            and words[-1][:1].isupper()
+            and not words[-1].endswith(("'s", "’s"))
+            and all(w[:1].isupper() or w.casefold() in _SPAN_JOINERS or not w[:1].isalpha() for w in words)
+        )
+    return True
 
 
 _DIFFERENCE_RE = re.compile(r"\bdifference\s+between\s+(.+?)\s+and\s+(.+?)\s*\??$", re.IGNORECASE)
