@@ -268,17 +268,19 @@ def _capturing(captured: dict[str, list[dict[str, Any]]] | None) -> Iterator[Non
     if captured is None:
         yield
         return
-    original = synthesis.select_answer
+    namespace = vars(synthesis)  # the name synthesis calls; the runner runs in this process
+    original = namespace["select_answer"]
 
     def recording(question: str, sources: Sequence[NumberedSource], **kwargs: Any) -> AnswerSelection:
         captured[question] = [s.model_dump(mode="json") for s in sources]
-        return original(question, sources, **kwargs)
+        selection: AnswerSelection = original(question, sources, **kwargs)
+        return selection
 
-    synthesis.select_answer = recording  # type: ignore[assignment]
+    namespace["select_answer"] = recording
     try:
         yield
     finally:
-        synthesis.select_answer = original  # type: ignore[assignment]
+        namespace["select_answer"] = original
 
 
 async def run_reports(
