@@ -531,6 +531,9 @@ def select_answer(
 
 
 _SPAN_JOINERS = frozenset(["of", "and", "the", "de", "von", "van", "du", "la", "le", "da", "del", "der", "&"])
+_SPAN_OPENERS = frozenset(
+    ["in", "under", "at", "on", "by", "from", "with", "for", "after", "before", "during", "near", "to"]
+)
 _NUMBER_WORD_RE = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|dozen)\b",
     re.IGNORECASE,
@@ -539,7 +542,8 @@ _NUMBER_WORD_RE = re.compile(
 
 def _complete_span(span: str | None, answer_type: str) -> bool:
     """A span of the asked type and whole: a date or number holds a figure or number word; a name is
-    capitalised words (joined by "of", "and", "de" ...), not a clause fragment or a possessive."""
+    capitalised words (joined by "of", "and", "de" ...), not a clause fragment, a phrase opened by a
+    preposition or a possessive."""
     words = (span or "").split()
     if not words:
         return False
@@ -548,6 +552,7 @@ def _complete_span(span: str | None, answer_type: str) -> bool:
     if answer_type in _LOOSE_TYPES:
         return (
             words[0][:1].isupper()
+            and words[0].casefold() not in _SPAN_OPENERS  # "In Europe", "Under the old charter": a clause's start
             and words[-1][:1].isupper()
             and not words[-1].endswith(("'s", "’s"))
             and all(w[:1].isupper() or w.casefold() in _SPAN_JOINERS or not w[:1].isalpha() for w in words)
