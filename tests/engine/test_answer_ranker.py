@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from research_tool.engines.base import NumberedSource
-from research_tool.engines.text.answering import select_answer
+from research_tool.engines.text.answering import RULES, select_answer
 from research_tool.engines.text.entities import extract_entities
 from research_tool.engines.text.ranker import FEATURES, bm25_scores, load_model
 from research_tool.models.entities import SourceResult
@@ -125,3 +125,43 @@ def test_entities_leave_out_stopwords_literals_abbreviations_and_fragments() -> 
     names = {e.name for e in extract_entities(text, "file:///x", 0)}
     assert not names & {"Like", "True", "None", "e.g", "(a"}
     assert "Genghis Khan" in names
+
+
+def test_a_lead_naming_only_its_own_page_subject_hands_over_to_the_sentence_with_the_answer() -> None:
+    sources = corpus(
+        "Orla Venn",
+        "Orla Venn (1811–1870) was a Danish painter of harbour scenes. "
+        "Her godfather was the shipwright Tomas Hald, a friend of her mother.",
+    )
+    question = "Who was the godfather of the Danish painter of harbour scenes?"
+    without = select_answer(question, sources, rules=RULES - {"second_hop"})
+    assert without.sentences[0].statement.startswith("Orla Venn (1811")  # the page's subject is not the answer
+    selection = select_answer(question, sources)
+    assert selection.answered
+    assert selection.sentences[0].statement.startswith("Her godfather was the shipwright Tomas Hald")
+    assert selection.short_answer != "Orla Venn"
+
+
+LIGHTHOUSE = "The Vesk lighthouse was built in 1874 by the harbour board."
+
+
+@pytest.mark.parametrize(
+    ("title", "sentence", "question", "short"),
+    [
+        ("Harbour", LIGHTHOUSE, "When was the Vesk lighthouse built?", "1874"),
+        ("Orchard", "The Glass Orchard was written by Edda Lorne.", "Who wrote The Glass Orchard?", "Edda Lorne"),
+        ("Vesk", "Under the old charter, the Vesk lighthouse stands at the harbour mouth.",
+         "Where does the Vesk lighthouse stand?", None),
+        ("Vesk", "In Europe there are old lighthouses like the Vesk lighthouse.",
+         "Where are old lighthouses like the Vesk lighthouse?", None),
+        ("Vesk", "The keeper of the Vesk lighthouse was Mara Holt's cousin.",
+         "Who was the keeper of the Vesk lighthouse?", None),
+    ],
+)  # fmt: skip
+def test_a_short_answer_is_a_whole_span_of_the_asked_type_or_none(
+    title: str, sentence: str, question: str, short: str | None
+) -> None:
+    """Ungated, the last three would give "Under the old charter", "In Europe" and "Mara Holt's"."""
+    selection = select_answer(question, corpus(title, sentence))
+    assert selection.answered
+    assert selection.short_answer == short

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -26,7 +27,7 @@ import statistics
 import string
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ from typing import Any
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 from research_tool.engines.base import NumberedSource
-from research_tool.engines.text.answering import build_candidates
+from research_tool.engines.text import synthesis
+from research_tool.engines.text.answering import AnswerSelection, build_candidates
 from research_tool.engines.text.ranker import bm25_scores
 from research_tool.engines.text.tokens import content_stems
 from research_tool.eval.multihop import DEFAULT_EVAL_DIR, doc_id, load_hotpotqa
@@ -259,10 +261,43 @@ def _write_corpus(documents: list[dict[str, str]], folder: Path) -> Path:
 # --- running ------------------------------------------------------------------------------------------
 
 
-async def run_reports(answer_set: AnswerSet, items: list[Item], work: Path, concurrency: int) -> list[dict[str, Any]]:
+@contextlib.contextmanager
+def _capturing(captured: dict[str, list[dict[str, Any]]] | None) -> Iterator[None]:
+    """While open, every source list the runner hands the answer selection is recorded by question (the
+    runner's own candidate pools, on which `fit_ranker --runner-pools` calibrates `answered`)."""
+    if captured is None:
+        yield
+        return
+    namespace = vars(synthesis)  # the name synthesis calls; the runner runs in this process
+    original = namespace["select_answer"]
+
+    def recording(question: str, sources: Sequence[NumberedSource], **kwargs: Any) -> AnswerSelection:
+        captured[question] = [s.model_dump(mode="json") for s in sources]
+        selection: AnswerSelection = original(question, sources, **kwargs)
+        return selection
+
+    namespace["select_answer"] = recording
+    try:
+        yield
+    finally:
+        namespace["select_answer"] = original
+
+
+async def run_reports(
+    answer_set: AnswerSet,
+    items: list[Item],
+    work: Path,
+    concurrency: int,
+    captured: dict[str, list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
     settings = Settings(data_dir=work / answer_set.name / "run", max_concurrent_sessions=concurrency)
     index = CorpusIndex(settings.db_path("local_index.db"))
     await index.index_folder(answer_set.corpus)
+    with _capturing(captured):
+        return await _run_reports(answer_set, items, settings)
+
+
+async def _run_reports(answer_set: AnswerSet, items: list[Item], settings: Settings) -> list[dict[str, Any]]:
     reports: list[dict[str, Any]] = []
     async with open_research_services(settings) as services:
         pending: list[tuple[Item, str]] = []
@@ -501,7 +536,13 @@ def render(name: str, part: str, lines: list[tuple[str, Any, str, Any]]) -> str:
 
 
 async def run(
-    eval_dir: Path, work: Path, sets: list[str], part: str, limit: int | None, concurrency: int
+    eval_dir: Path,
+    work: Path,
+    sets: list[str],
+    part: str,
+    limit: int | None,
+    concurrency: int,
+    captured: dict[str, list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     results = []
     for name in sets:
@@ -525,7 +566,7 @@ async def run(
             print(f"skipped {name}: its part {part!r} is empty", file=sys.stderr)
             continue
         started = time.perf_counter()
-        reports = await run_reports(answer_set, items, work, concurrency)
+        reports = await run_reports(answer_set, items, work, concurrency, captured)
         base = await baselines(answer_set, items, work)
         result = score(answer_set, items, reports, base)
         result["wall_s"] = round(time.perf_counter() - started, 1)
@@ -546,11 +587,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--show-misses", action="store_true", help="list unverifiable citations and first-sentence misses"
     )
+    parser.add_argument(
+        "--capture",
+        type=Path,
+        help="write the sources the runner gave the answer selection, by question, to this JSON file",
+    )
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
+    captured: dict[str, list[dict[str, Any]]] | None = {} if args.capture else None
     results = asyncio.run(
-        run(args.eval_dir, args.work_dir, args.sets.split(","), args.part, args.limit, args.concurrency)
+        run(args.eval_dir, args.work_dir, args.sets.split(","), args.part, args.limit, args.concurrency, captured)
     )
+    if args.capture and captured is not None:
+        args.capture.parent.mkdir(parents=True, exist_ok=True)
+        args.capture.write_text(json.dumps(captured, ensure_ascii=False), encoding="utf-8")
     for result in results:
         print(render(result["set"], result["part"], result["summary"]))
         print()

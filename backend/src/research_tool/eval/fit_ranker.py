@@ -17,6 +17,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
 import json
 import random
 import time
@@ -58,6 +60,9 @@ SET_WEIGHT = 5.0
 STEPS = 300
 RATE = 0.1
 ANSWERABLE_FALSE_MAX = 0.05  # on the fit part; the target on the test part is 0.07
+RUNNER_FALSE_MAX = (
+    0.04  # on the runner's fit pools: the runner's test pools ran about 0.03 above its fit pools at one threshold
+)
 SEED = 7
 
 
@@ -342,6 +347,92 @@ def howto_figures(eval_dir: Path, cache: Path, rules: frozenset[str], part: str)
     return {"howto_first_two": _mean(ok)}
 
 
+# --- `answered` calibrated on the runner's own pools ------------------------------------------------------
+
+
+@dataclass
+class RunnerLead:
+    answerable: bool
+    x: np.ndarray  # the lead's features, then its score
+    fixed: bool | None  # answered whatever the threshold (True/False), or None when the threshold decides
+
+
+def runner_leads(qs: Sequence[Question], captured: dict[str, list[dict[str, Any]]]) -> list[RunnerLead]:
+    """Each captured SQuAD question's lead as the runner's sources give it (`answers --capture`): its
+    features and score under the packaged ranker, and whether the threshold decides its `answered`."""
+    model = ranker.load_model()
+    always = dataclasses.replace(model, answered_at=-1.0)
+    never = dataclasses.replace(model, answered_at=2.0)
+    out = []
+    for q in qs:
+        if q.item.question not in captured:
+            continue
+        sources = [NumberedSource.model_validate(s) for s in captured[q.item.question]]
+        low = select_answer(q.item.question, sources, model=always).answered
+        high = select_answer(q.item.question, sources, model=never).answered
+        pool = rank_candidates(classify_question(q.item.question), build_candidates(sources), model)
+        if not pool:
+            out.append(RunnerLead(bool(q.item.answers), np.zeros(len(FEATURES) + 1), False))
+            continue
+        lead = min(pool, key=lambda c: (-c.score, c.n, c.index))
+        x = np.array([*(lead.features[f] for f in FEATURES), lead.score])
+        out.append(RunnerLead(bool(q.item.answers), x, low if low == high else None))
+    return out
+
+
+def capture_runner_pools(qs: Sequence[Question], eval_dir: Path, work: Path, path: Path) -> None:
+    """Ask the real runner (`local` provider, the simple tier) the fit part's SQuAD questions, answerable and
+    unanswerable, and save the sources it hands the answer selection, by question."""
+    from research_tool.eval.answers import load_squad, run_reports
+
+    answer_set = load_squad(eval_dir / "squad_dev_part2", work)
+    items = [q.item for q in qs if q.set == "squad" and q.part == "fit"]
+    captured: dict[str, list[dict[str, Any]]] = {}
+    asyncio.run(run_reports(answer_set, items, work, 4, captured))
+    path.write_text(json.dumps(captured, ensure_ascii=False), encoding="utf-8")
+
+
+def runner_figures(leads_: Sequence[RunnerLead], calibration: np.ndarray, offset: float, at: float) -> dict[str, float]:
+    def answered(r: RunnerLead) -> bool:
+        if r.fixed is not None:
+            return r.fixed
+        return float(1 / (1 + np.exp(-(r.x @ calibration + offset)))) >= at
+
+    return {
+        "unanswerable_not_answered": _mean(not answered(r) for r in leads_ if not r.answerable),
+        "answerable_wrongly_not_answered": _mean(not answered(r) for r in leads_ if r.answerable),
+        "questions": float(len(leads_)),
+    }
+
+
+def runner_threshold(leads_: Sequence[RunnerLead], calibration: np.ndarray, offset: float) -> float:
+    """The highest confidence that keeps answerable questions wrongly unanswered (the threshold's own and
+    those no threshold answers) at most RUNNER_FALSE_MAX."""
+    answerable = [r for r in leads_ if r.answerable]
+    always_false = sum(1 for r in answerable if r.fixed is False)
+    confidences = sorted(float(1 / (1 + np.exp(-(r.x @ calibration + offset)))) for r in answerable if r.fixed is None)
+    allowed = max(0, int(RUNNER_FALSE_MAX * len(answerable)) - always_false)
+    return confidences[min(allowed, len(confidences) - 1)] if confidences else 0.5
+
+
+def calibrate_on_runner(qs: Sequence[Question], path: Path, refit: bool) -> tuple[np.ndarray, float, float]:
+    """The confidence model (refit on the runner's leads when `refit`) and its threshold, from the FIT part's
+    captured pools only; prints the fit figures."""
+    captured = json.loads(path.read_text(encoding="utf-8"))
+    fit = runner_leads([q for q in qs if q.set == "squad" and q.part == "fit"], captured)
+    model = ranker.load_model()
+    calibration = np.array([model.calibration.get(f, 0.0) for f in [*FEATURES, "score"]])
+    offset = model.offset
+    if refit:
+        decided = [r for r in fit if r.fixed is None]
+        calibration, offset = logistic(
+            np.array([r.x for r in decided]), np.array([float(r.answerable) for r in decided])
+        )
+    at = runner_threshold(fit, calibration, offset)
+    print("runner fit:", json.dumps(runner_figures(fit, calibration, offset, at)), "at", round(at, 4))
+    return calibration, offset, at
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research_tool.eval.fit_ranker")
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
@@ -349,8 +440,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="write the fitted weights into the package")
     parser.add_argument("--ablate", action="store_true", help="refit without each feature (fit and test figures)")
     parser.add_argument("--rules", action="store_true", help="the whole selection with and without each rule")
+    parser.add_argument(
+        "--runner-pools",
+        type=Path,
+        help="calibrate `answered` on these runner pools (answers --part fit --capture) and write the threshold",
+    )
+    parser.add_argument("--refit-confidence", action="store_true", help="with --runner-pools: refit the model too")
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
+    if args.runner_pools:
+        qs = questions(args.eval_dir)
+        if not args.runner_pools.exists():
+            capture_runner_pools(qs, args.eval_dir, args.cache / "runner", args.runner_pools)
+        calibration, offset, at = calibrate_on_runner(qs, args.runner_pools, args.refit_confidence)
+        if args.write:
+            data = json.loads(ranker.WEIGHTS_FILE.read_text(encoding="utf-8"))
+            data["calibration"] = {
+                f: round(float(v), 4) for f, v in zip([*FEATURES, "score"], calibration, strict=True)
+            }
+            data["offset"] = round(offset, 4)
+            data["answered_at"] = round(at, 4)
+            data["answered_on"] = (
+                "the runner's own pools for the fit part's SQuAD questions (python -m research_tool.eval.answers "
+                "--part fit --capture FILE; python -m research_tool.eval.fit_ranker --runner-pools FILE --write)"
+            )
+            ranker.WEIGHTS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+            ranker.load_model.cache_clear()
+        return 0
     qs = questions(args.eval_dir)
     sources = pools(qs, args.eval_dir, args.cache)
     rows = feature_rows(qs, sources, args.cache)

@@ -465,6 +465,7 @@ def _link(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidat
 
 # --- selection ----------------------------------------------------------------------------------------
 
+SHORT_SHARE = 0.5  # a short answer only from a lead the ranker gives at least even odds (precise or null)
 BODY_SHARE = 0.1  # after the lead: sentences the ranker gives at least a one-in-ten chance of holding the answer
 RULES: frozenset[str] = frozenset(
     ["yes_no", "howto_lead", "choice", "second_hop", "support", "short_answer", "body_floor"]
@@ -510,7 +511,7 @@ def select_answer(
     if lead.confidence < model.answered_at or not _states_the_compared(intent, lead):
         closest = list({c.statement: c for c in reversed(ranked[:4])}.values())[::-1][:2]  # one of each
         return AnswerSelection([], None, False, closest=closest)
-    hop = _second_hop(lead, pool) if "second_hop" in rules else None
+    hop = _second_hop(lead, pool, {d.n: d.title_key for d in docs}) if "second_hop" in rules else None
     if hop is not None:
         lead = hop
     chosen = _with_support(lead) if "support" in rules else [lead]
@@ -524,8 +525,39 @@ def select_answer(
             continue
         chosen.append(c)
     span = short_answer(intent, lead)
-    short = span if "short_answer" in rules and lead.filler is not None else None
+    precise = lead.filler is not None and lead.share >= SHORT_SHARE and _complete_span(span, intent.answer_type)
+    short = span if "short_answer" in rules and precise else None
     return AnswerSelection(chosen, short, True, span=span)
+
+
+_SPAN_JOINERS = frozenset(["of", "and", "the", "de", "von", "van", "du", "la", "le", "da", "del", "der", "&"])
+_SPAN_OPENERS = frozenset(
+    ["in", "under", "at", "on", "by", "from", "with", "for", "after", "before", "during", "near", "to"]
+)
+_NUMBER_WORD_RE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|dozen)\b",
+    re.IGNORECASE,
+)
+
+
+def _complete_span(span: str | None, answer_type: str) -> bool:
+    """A span of the asked type and whole: a date or number holds a figure or number word; a name is
+    capitalised words (joined by "of", "and", "de" ...), not a clause fragment, a phrase opened by a
+    preposition or a possessive."""
+    words = (span or "").split()
+    if not words:
+        return False
+    if answer_type in _VALUE_TYPES:
+        return bool(_NUMBER_WORD_RE.search(span or ""))
+    if answer_type in _LOOSE_TYPES:
+        return (
+            words[0][:1].isupper()
+            and words[0].casefold() not in _SPAN_OPENERS  # "In Europe", "Under the old charter": a clause's start
+            and words[-1][:1].isupper()
+            and not words[-1].endswith(("'s", "’s"))
+            and all(w[:1].isupper() or w.casefold() in _SPAN_JOINERS or not w[:1].isalpha() for w in words)
+        )
+    return True
 
 
 _DIFFERENCE_RE = re.compile(r"\bdifference\s+between\s+(.+?)\s+and\s+(.+?)\s*\??$", re.IGNORECASE)
@@ -541,13 +573,32 @@ def _states_the_compared(intent: QuestionIntent, lead: Candidate) -> bool:
     return all(matched(stem_set(side), own) == stem_set(side) for side in match.groups() if stem_set(side))
 
 
-def _second_hop(lead: Candidate, pool: Sequence[Candidate]) -> Candidate | None:
+def _second_hop(lead: Candidate, pool: Sequence[Candidate], titles: dict[int, str]) -> Candidate | None:
     """A lead that names another page of the pool (a bridge) leads on to it: that page's best sentence
-    carrying a value of the asked type, or a name the question does not give, answers instead."""
-    if not lead.bridge:
+    carrying a value of the asked type, or a name the question does not give, answers instead. A lead whose
+    only value of the asked type is its own page's subject (the thing the question describes, not what it
+    asks of it) leads on within its page, or to a page its page names: the best sentence there carrying a
+    value of the asked type that is neither page's subject."""
+    if lead.bridge:
+        far = [c for c in pool if c.link is lead and (c.filler is not None or c.names_new)]
+        return max(far, key=lambda c: c.score, default=None)
+    if lead.filler is None or not _is_subject(lead.filler, titles.get(lead.n, "")):
         return None
-    far = [c for c in pool if c.link is lead and (c.filler is not None or c.names_new)]
-    return max(far, key=lambda c: c.score, default=None)
+    near = [
+        c
+        for c in pool
+        if c is not lead
+        and (c.n == lead.n or (c.link is not None and c.link.n == lead.n))
+        and c.filler is not None
+        and not _is_subject(c.filler, titles.get(c.n, ""))
+        and not _is_subject(c.filler, titles.get(lead.n, ""))
+    ]
+    return max(near, key=lambda c: c.score, default=None)
+
+
+def _is_subject(filler: str, title_key: str) -> bool:
+    key = normalize_key(filler)
+    return bool(key) and bool(title_key) and (key == title_key or key in title_key or title_key in key)
 
 
 def _with_support(lead: Candidate) -> list[Candidate]:

@@ -27,7 +27,8 @@ Every citable sentence is a candidate. Each feature says what it measures (all i
 softmax over a question's candidates gives to the sentences holding the answer). `confidence` is a second
 fitted logistic model over the same features and the score: the probability that the sources answer the
 question given its lead (the top sentence), fitted on the leads of the fit split's answerable and
-unanswerable questions. Ranking compares sentences of one question; confidence compares questions, so it
+unanswerable SQuAD questions as the real runner's retrieval gives them (`fit_ranker --runner-pools`).
+Ranking compares sentences of one question; confidence compares questions, so it
 leans on the absolute features (how much of the question the sentence states) where the ranker leans on the
 relative ones. The weights and the `answered` threshold live in
 `ranker_weights.json` beside this module, written by `python -m research_tool.eval.fit_ranker`.
