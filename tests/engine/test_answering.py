@@ -109,6 +109,18 @@ def test_how_to_leads_with_the_call_signature_then_one_sentence_per_aspect() -> 
     assert selection.short_answer == "archiver.pack(folder=..., password=...)"  # the parameters asked about
 
 
+def test_a_diagram_line_that_starts_and_ends_with_calls_is_no_signature() -> None:
+    text = (
+        "wire — Talk to a server.\n\n"
+        "  send() | | ( header() )* finish()\n\n"
+        "wire.open(host, port=80)\n\n"
+        "Open a connection to host and send requests over it."
+    )
+    selection = select_answer("How do I open a connection to a server?", [page(1, "wire — Talk to a server", text)])
+    assert selection.answered
+    assert selection.sentences[0].statement == "wire.open(host, port=80)"
+
+
 def test_a_long_sentence_ending_in_a_colon_and_a_sentence_listing_names_are_statements() -> None:
     assert is_declarative("The river Tolt passes through four provinces on its way to the northern sea:")
     assert not is_declarative("Parameters of the function:")

@@ -318,7 +318,7 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             candidates.append(candidate)
             previous = candidate
         signature = None
-        match = _SIGNATURE_RE.search(text[:3000])
+        match = next((m for m in _SIGNATURE_RE.finditer(text[:3000]) if _one_call(m.group(1))), None)
         if match and len(match.group(1)) <= MAX_SIGNATURE_CHARS:
             line = match.group(1).strip()
             signature = Candidate(
@@ -326,6 +326,22 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             )
         docs.append(SourceDoc(numbered.n, source.url, title, normalize_key(title), title_stems, candidates, signature))
     return docs
+
+
+def _one_call(line: str) -> bool:
+    """A call signature is one call: the parenthesis after the name closes at the line's end ("f(a, g(b))"),
+    not a diagram or an expression that merely starts and ends with calls ("read() | ( putheader() )* end()")."""
+    depth = 0
+    closed_at = -1
+    for i, char in enumerate(line):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                closed_at = i
+                break
+    return closed_at == len(line.rstrip()) - 1
 
 
 def _acronyms(title: str) -> frozenset[str]:
