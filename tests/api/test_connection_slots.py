@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -22,6 +20,7 @@ from websockets.exceptions import ConnectionClosed
 
 from research_tool.core.settings import PROVIDER_NAMES
 from tests.conftest import FOREIGN_ENV
+from tests.support.servers import serving_until_sigterm
 
 from .conftest import CLOSED_PORT_URL, OK_BODY, SlowWiki, free_socket
 
@@ -48,31 +47,8 @@ def server(tmp_path: Path) -> Server:
             RESEARCH_WS_IDLE_TIMEOUT_S=str(WS_IDLE_TIMEOUT_S),
             **{f"RESEARCH_{k.upper()}": v for k, v in settings.items()},
         )
-        command = [sys.executable, "-m", "research_tool", "serve", "--host", "127.0.0.1", "--port", str(port)]
-        process = await asyncio.create_subprocess_exec(
-            *command, env=env, cwd=tmp_path, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            async with httpx.AsyncClient(trust_env=False) as client:
-                while True:
-                    assert process.returncode is None, "the server exited"
-                    try:
-                        if (await client.get(f"{url}/healthz", timeout=2)).status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    assert time.monotonic() < deadline, "the server did not start"
-                    await asyncio.sleep(0.05)
+        async with serving_until_sigterm(env, tmp_path, port) as url:
             yield url
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.wait(), 15)
-            except TimeoutError:
-                process.kill()
-                await process.wait()
 
     return serving
 

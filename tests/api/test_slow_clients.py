@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import FOREIGN_ENV
+from tests.support.servers import serving_until_sigterm
 
 from .conftest import free_socket
 
@@ -39,31 +38,8 @@ async def server_url(tmp_path: Path) -> AsyncIterator[str]:
         RESEARCH_MAX_CONNECTIONS=str(MAX_CONNECTIONS),
         RESEARCH_CPU_WORKERS="0",
     )
-    command = [sys.executable, "-m", "research_tool", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    process = await asyncio.create_subprocess_exec(
-        *command, env=env, cwd=tmp_path, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        async with httpx.AsyncClient(trust_env=False) as client:
-            while True:
-                assert process.returncode is None, "the server exited"
-                try:
-                    if (await client.get(f"{url}/healthz", timeout=2)).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not start"
-                await asyncio.sleep(0.05)
+    async with serving_until_sigterm(env, tmp_path, port) as url:
         yield url
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(process.wait(), 15)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
 
 
 async def slow_client(port: int, started: float) -> float:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import httpx
@@ -62,3 +63,34 @@ async def first_healthy(servers: dict[int, subprocess.Popen[bytes]]) -> int:
                 return port
         await asyncio.sleep(0.1)
     raise AssertionError("no server came up")
+
+
+@asynccontextmanager
+async def serving_until_sigterm(env: dict[str, str], cwd: Path, port: int) -> AsyncIterator[str]:
+    """`serve` started with asyncio, its URL once /healthz answers 200 (60 s at most), then SIGTERM (and a kill
+    if it has not exited within 15 s) on the way out."""
+    command = cli("serve", "--host", "127.0.0.1", "--port", str(port))
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, cwd=cwd, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        async with httpx.AsyncClient(trust_env=False) as client:
+            while True:
+                assert process.returncode is None, "the server exited"
+                try:
+                    if (await client.get(f"{url}/healthz", timeout=2)).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "the server did not start"
+                await asyncio.sleep(0.05)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), 15)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
