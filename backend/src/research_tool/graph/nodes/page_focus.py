@@ -8,7 +8,7 @@ pages (HotpotQA and MuSiQue train100, `python -m research_tool.eval.web_passages
 than the first characters did on the long MuSiQue pages; docs/semantic-search.md, "Web pages", has the figures.
 
 Nothing changes without the setting, without the extra or its weights (no model is loaded), for an engine that
-reads whole pages (the offline engine: there the measured gain was within noise at many times its extraction's
+reads whole pages (the offline engine: there the measured gain was within noise at over 100 times its extraction's
 cost), or for a page within the budget. The encoding runs in a worker thread, never on the event loop.
 """
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-MAX_FOCUS_PASSAGES = 100  # passages scored per page (about 50,000 characters); later ones are not kept
+MAX_FOCUS_PASSAGES = 60  # passages scored per page (about 30,000 characters, ~5 CPU-s in numpy); later ones not kept
 
 
 def page_encoder() -> SentenceEncoder | None:
