@@ -79,6 +79,11 @@ def test_passages_are_blocks_and_long_blocks_become_sentence_windows() -> None:
     assert " ".join(text[s:e] for s, e in windows) == long_block  # whole sentences, nothing lost
 
 
+def test_each_line_is_a_paragraph_as_the_crawler_writes_them() -> None:
+    text = f"{FILLER[0]}\n{ANSWER}\r\n  {FILLER[1]}\n"
+    assert [text[s:e] for s, e in cut_passages(text)] == [FILLER[0], ANSWER, FILLER[1]]
+
+
 def test_best_passages_fill_the_budget_in_page_order() -> None:
     text = "aaaa\n\nbbbbbbbbbb\n\ncc\n\ndddd"
     spans = cut_passages(text)

@@ -9,7 +9,7 @@ that pays, on simulated fetched pages:
 - one page per question: its context paragraphs (HotpotQA: 10, 2 of them gold; MuSiQue: 20, 2 to 4 supporting)
   joined by blank lines in the data set's order, titled by its first paragraph's title;
 - evidence = HotpotQA's supporting-fact sentences, MuSiQue's supporting paragraphs (their character spans);
-- passages = engines/text/passages.cut_passages: the page's blank-line blocks, a block above 120 words cut into
+- passages = engines/text/passages.cut_passages: the page's paragraphs (lines), one above 120 words cut into
   windows of whole sentences (what graph/nodes/page_focus.py ships);
 - evidence recall = the share of evidence units that survive into what extraction keeps. For the LLM budget a
   unit counts the share of its characters inside the kept text; for the offline engine a HotpotQA sentence

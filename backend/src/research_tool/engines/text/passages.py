@@ -1,4 +1,4 @@
-"""A long page cut into passages, and the best of them kept within a character budget (in page order).
+"""A long page cut into passages (its paragraphs), and the best of them kept within a character budget (in page order).
 
 An engine that reads only part of a page (the LLM engine shows its model `LLMLimits.max_source_chars`) keeps the
 page's first characters. With the `semantic` extra, graph/nodes/page_focus.py scores these passages against the
@@ -12,15 +12,17 @@ from collections.abc import Sequence
 
 from research_tool.engines.text.sentences import split_sentences
 
-PASSAGE_WORDS = 120  # a blank-line block above this many words becomes windows of whole sentences
+PASSAGE_WORDS = 120  # a paragraph above this many words becomes windows of whole sentences
 PASSAGE_SEPARATOR = "\n\n"
-_BLOCK_RE = re.compile(r"\n[ \t]*\n")
+# A paragraph ends at a line break: the crawler's text (trafilatura) puts one paragraph a line, Markdown and plain
+# text a blank line between paragraphs.
+_BLOCK_RE = re.compile(r"[ \t]*\n\s*")
 
 Span = tuple[int, int]
 
 
 def cut_passages(text: str, max_words: int = PASSAGE_WORDS) -> list[Span]:
-    """The text's blank-line blocks as (start, end) spans; a block above max_words words becomes consecutive
+    """The text's paragraphs (lines) as (start, end) spans; a paragraph above max_words words becomes consecutive
     windows of whole sentences of at most max_words words (a longer sentence is a window of its own)."""
     passages: list[Span] = []
     start = 0
