@@ -12,9 +12,15 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
+from research_tool.core.settings import Settings
+from research_tool.engines.base import EngineStep, ExtractResult
+from research_tool.engines.offline import OfflineEngine
 from research_tool.engines.text.passages import best_within, cut_passages, joined
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.nodes import page_focus
+from research_tool.graph.nodes.process import process_node
+from research_tool.models.entities import SourceResult
+from research_tool.providers.gateway import SearchGateway
 from research_tool.providers.local_corpus.embeddings import ENCODER_DIR_ENV, unavailable_reason
 
 FILLER = [
@@ -129,6 +135,41 @@ def test_without_the_encoder_the_page_is_untouched(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(page_focus, "page_encoder", lambda: None)
     entries = [{"url": "https://example.org/town", "full_content": page()}]
     assert focus(context(source_chars=200, semantic=True), entries) == entries
+
+
+class ShortReader(OfflineEngine):
+    """An engine that reads a source's first `source_chars` characters (as the LLM engine does), recording them."""
+
+    def __init__(self, source_chars: int) -> None:
+        super().__init__()
+        self.budget = source_chars
+        self.read: list[str] = []
+
+    @property
+    def source_chars(self) -> int | None:
+        return self.budget
+
+    async def extract(self, query: str, source: SourceResult, iteration: int) -> EngineStep[ExtractResult]:
+        self.read.append(source.text())
+        return EngineStep(value=ExtractResult())
+
+
+@pytest.mark.usefixtures("fake_encoder")
+@pytest.mark.parametrize("semantic", [True, False])
+def test_the_process_node_hands_the_engine_the_focused_page(tmp_path: Any, semantic: bool) -> None:
+    engine = ShortReader(source_chars=len(ANSWER) + len(FILLER[0]) + 10)
+    settings = Settings(_env_file=None, data_dir=tmp_path, semantic_search=semantic)  # type: ignore[call-arg]
+    ctx = ResearchContext(session_id="s", settings=settings, engine=engine, gateway=SearchGateway(), client=None)  # type: ignore[arg-type]
+    url = "https://example.org/town"
+    source = {"url": url, "title": "Our town", "source_name": "web", "full_content": page(), "best_rank": 1}
+    state = {"iteration": 1, "tier": "simple", "request": {}, "refined_query": QUESTION, "sources": {url: source}}
+    update = asyncio.run(process_node(state, cast(Any, SimpleNamespace(context=ctx))))  # type: ignore[arg-type]
+    assert update["processed"] == {url: 1}
+    [read] = engine.read
+    if semantic:  # the engine would have read the page's first characters; it gets the passage that answers
+        assert ANSWER in read and len(read) <= engine.budget
+    else:
+        assert read == page()
 
 
 REASON = unavailable_reason(allow_download=False)
