@@ -109,6 +109,7 @@ class Settings(BaseSettings):
     corpus_max_file_mb: float = Field(default=10.0, gt=0, le=4096)
     # RESEARCH_SEMANTIC_SEARCH=1 (the `semantic` extra): folders indexed from now on also get dense vectors, and
     # their searches mix BM25 with them (docs/semantic-search.md). Folders that have vectors keep them either way.
+    # With the LLM engine, a fetched page longer than its source block keeps its passages nearest the question.
     semantic_search: bool = False
 
     # Provider keys, under the providers' own names.

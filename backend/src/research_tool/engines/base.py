@@ -136,6 +136,11 @@ class ReasoningEngine(ABC):
         """Model identifier for the report metadata ("offline" for the offline engine)."""
         return self.name
 
+    @property
+    def source_chars(self) -> int | None:
+        """How much of a source's text `extract` reads (its first characters), or None when it reads it all."""
+        return None
+
     @abstractmethod
     async def clarify(self, query: str, domain_hint: DomainName | None) -> EngineStep[ClarifyResult]:
         """Refine the query, detect the domain, and ask questions only if it is genuinely ambiguous."""

@@ -476,6 +476,10 @@ class LLMEngine(ReasoningEngine):
 
     # --- extract ---------------------------------------------------------------------------------------------
 
+    @property
+    def source_chars(self) -> int | None:
+        return self._limits.max_source_chars
+
     async def extract(self, query: str, source: SourceResult, iteration: int) -> EngineStep[ExtractResult]:
         text = source.text()
         if not text.strip():

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from research_tool.core.wording import plural
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.nodes.instrumentation import phase, record_errors
+from research_tool.graph.nodes.page_focus import focus_long_pages
 from research_tool.graph.nodes.page_text import with_page_text
 from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import SourceResult
@@ -38,9 +39,11 @@ async def process_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
     iteration = int(state["iteration"])
     limits = resolve_limits(state["tier"], state["request"], ctx.settings)
     unread = sources_to_read(state, READ_FACTOR * limits.max_sources)
-    batch = list((await with_page_text(ctx, {e["url"]: e for e in unread})).values())
-    semaphore = asyncio.Semaphore(EXTRACT_CONCURRENCY)
     query = state["refined_query"]
+    batch = list((await with_page_text(ctx, {e["url"]: e for e in unread})).values())
+    # with the semantic extra: a page longer than the engine reads keeps its passages nearest the question
+    batch = await focus_long_pages(ctx, query, batch)
+    semaphore = asyncio.Semaphore(EXTRACT_CONCURRENCY)
 
     async def extract(entry: dict[str, Any]) -> tuple[str, Any]:
         async with semaphore:
