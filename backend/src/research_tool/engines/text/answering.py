@@ -128,11 +128,12 @@ class QuestionIntent:
 def classify_question(question: str) -> QuestionIntent:
     """The question's expected answer type, weighted terms, named things and aspects."""
     text = " ".join(question.split())
-    slot = required_slots(text)[0]
-    wh = _WH_RE.search(text)
+    asked = _asked_sentence(text)
+    slot = required_slots(asked)[0]
+    wh = _WH_RE.search(asked)
     if slot.kind == "yes_no" and wh is not None:
         # "Do X, ..., released in which year?" opens like a yes/no question but asks for a value
-        slot = required_slots(text[wh.start() :])[0]
+        slot = required_slots(asked[wh.start() :])[0]
     kind = slot.kind
     answer_type: AnswerType
     kind_of = _KIND_OF_RE.match(text)
@@ -187,6 +188,20 @@ def classify_question(question: str) -> QuestionIntent:
         head_noun=_head_noun(text, slot.terms),
         comparison=answer_type == "yes_no" and bool(_COMPARISON_RE.search(text)),
     )
+
+
+_QUESTION_OPENER_RE = re.compile(
+    r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|has|have|had|can|could)\b",
+    re.IGNORECASE,
+)
+
+
+def _asked_sentence(text: str) -> str:
+    """ "X has an award. Does Y also have one?": the sentence that asks (the last, when it opens as a
+    question does); the statements before it only set the scene."""
+    pieces = re.split(r"(?<=[.!])\s+(?=[A-Z])", text)
+    last = pieces[-1]
+    return last if len(pieces) > 1 and _QUESTION_OPENER_RE.match(last) else text
 
 
 _ARTICLE_NOUN_RE = re.compile(r"\b(?:a|an|the)\s+(\w+)", re.IGNORECASE)
