@@ -1222,10 +1222,21 @@ def action_name_bonus(intent: QuestionIntent, name: str, said: frozenset[str]) -
     its page (`said`: its name's and sentences' stems) also names something the action is done to."""
     verbs = {stem(v) for v in actions(intent.text)}
     last = name.rsplit(".", 1)[-1]
-    if not verbs or not identifier_matched(verbs, last):
+    if not verbs or not identifier_matched(verbs, last) or not _names_the_act(verbs, last):
         return 0.0
     objects = [k for k in intent.weights if k not in verbs]
     return ACTION_NAME_BONUS if matched(objects, said) or identifier_matched(objects, name) else 0.0
+
+
+def _names_the_act(verbs: Iterable[str], last: str) -> bool:
+    """A part of the name opens with the action ("cancel", "split", "writer"), and is no state or progress
+    of it: `cancelled()` and `cancelling()` ask about the act, `uncancel()` undoes it."""
+    pieces = [p for p in re.split(r"_|(?<=[a-z])(?=[A-Z])", last) if p]
+    return any(
+        piece.casefold().startswith(v) and not piece.casefold().endswith(("ed", "ing"))
+        for v in verbs
+        for piece in pieces
+    )
 
 
 def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
