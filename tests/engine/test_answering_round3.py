@@ -33,9 +33,18 @@ def test_a_yes_no_question_after_a_statement_gets_a_verdict_from_each_page() -> 
 
 
 def test_how_to_leads_with_the_api_named_for_the_act_not_one_asking_about_its_state() -> None:
-    stopped = "jobkit.Job.stopped — Return True if the job was stopped.\n\njobkit.Job.stopped(self)\n\nReturn True if the job was stopped."
-    stopping = "jobkit.Job.stopping — Return how many stop requests are pending.\n\njobkit.Job.stopping(self)\n\nCount the stop requests."
-    stop = "jobkit.Job.stop — Request that this job stop itself.\n\njobkit.Job.stop(self, reason=None)\n\nAsk the job to stop."
+    stopped = (
+        "jobkit.Job.stopped — Return True if the job was stopped.\n\n"
+        "jobkit.Job.stopped(self)\n\nReturn True if the job was stopped."
+    )
+    stopping = (
+        "jobkit.Job.stopping — Return how many stop requests are pending.\n\n"
+        "jobkit.Job.stopping(self)\n\nCount the stop requests."
+    )
+    stop = (
+        "jobkit.Job.stop — Request that this job stop itself.\n\n"
+        "jobkit.Job.stop(self, reason=None)\n\nAsk the job to stop."
+    )
     sources = [
         page(1, "jobkit.Job.stopped — Return True if the job was stopped.", stopped),
         page(2, "jobkit.Job.stopping — Return how many stop requests are pending.", stopping),

@@ -666,11 +666,6 @@ _MEASURE_HEADS = frozenset(
                       "price", "fee", "temperature", "distance", "length", "height", "weight", "size", "age"]
 )  # fmt: skip
 _QUOTED_RE = re.compile(r"[\"“]([^\"“”]{1,60})[\"”]")
-_WHAT_IS_RE = re.compile(r"^\s*what\s+(?:is|are|was|were)\b", re.IGNORECASE)
-_NP_END_RE = re.compile(
-    r"^(?:of|in|on|at|for|with|by|from|to|that|which|who|whose|where|when|and|or|but|as|since|because|is|are|was|were)$",
-    re.IGNORECASE,
-)
 _WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
 _VALUE_RE = re.compile(r"^[-–€$£]?\d[\d,.]*(?:[–-]\d[\d,.]*)?%?$")
 _AUXILIARY = r"(?:did|does|do|is|was|are|were|has|have|had|can|could|will|would|should|may|might|must)"
@@ -680,11 +675,6 @@ _GENERIC_MODIFIERS = frozenset(
     ["another", "other", "same", "new", "first", "last", "main", "primary", "such", "certain", "different",
      "various", "similar", "particular", "specific", "whole", "entire", "own", "current", "original", "second"]
 )  # fmt: skip
-_GROUP_OF_RE = re.compile(
-    r"\b((?:[a-z]+\s+)?(?:number|group|majority|minority|handful|couple|pair|team|panel|body|dozens|hundreds|"
-    r"thousands|millions)\s+of\s+)$"
-)
-_LOCATED_RE = re.compile(r"^(.+?)\s+in\s+(\S.*)$")
 _KIND_WORDS = frozenset(stem(w) for w in ["kind", "type", "sort", "form", "variety"])
 _CALENDAR_RE = re.compile(
     r"^(?:January|February|March|April|May|June|July|August|September|October|November|December|"
@@ -725,18 +715,13 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if measure is not None and stem(measure.group(1).casefold()) in _MEASURE_HEADS:
         expected = ("number",)  # "what percentage", "what fee": a value
     spans: list[_Span] = []
-    located: list[_Span] = []  # the place a name of the question's is "in"
     mentions = find_mentions(lead.statement)
     defined = _defines_head(intent, lead.statement)
     dated = [(m.start, m.end) for m in mentions if m.entity_type == "date"]
     for mention in mentions:
         if _named_in_question(mention.text, intent):
             continue
-        start = mention.start + _located_at(mention.text, intent)
-        group = _GROUP_OF_RE.search(lead.statement[: mention.start])
-        if group is not None and start == mention.start:
-            start = group.start(1)  # "a small number of X": the group is the answer, not X alone
-        first = next((i for i, (a, b, _) in enumerate(tokens) if b > start), None)
+        first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
         last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
         lone_opener = first == last == 0 and mention.entity_type == "other" and not _inner_capital(tokens[0][2])
         if first is None or last is None or last < first or lone_opener:
@@ -747,8 +732,6 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             and _LOOSE_TYPES & set(expected)
         )  # the name finder often confuses people, places and organisations: any name may be the one asked for
         spans.append(_Span(first, last + 1, bool(typed), mention=True))
-        if start > mention.start:
-            located.append(spans[-1])
     for quoted in _QUOTED_RE.finditer(lead.statement):  # a quoted name ("the name "X"")
         inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
         if inner and not all(in_question[i] for i in inner):
@@ -767,9 +750,6 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             and not any(a <= t[0] < b for a, b in dated)  # the day or year of a date counts nothing
         ]
     spans += _joined(spans, tokens, lead.statement)
-    copular = _copular_span(intent, tokens, in_question)
-    if copular is not None:
-        spans.append(copular)
     head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
     # an instance ("diseases such as lupus") scores as an appositive does
     appositives = _appositives(intent, tokens, in_question, lead.statement) + _instances(
@@ -845,9 +825,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         beside_head = any(h < sp.first and words_between(sp, h) == 0 for h in heads)  # "which toxin": "toxin called X"
         return (
             closeness
-            + (SHORT_HEAD_BONUS if sp == copular else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
-            + (SHORT_HEAD_BONUS if sp in located else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in cued else 0.0)
             + (SHORT_SUBJECT_BONUS if sp.mention and _opens(sp, tokens, subject_asked, name_asked) else 0.0)
@@ -939,15 +917,6 @@ def _options(intent: QuestionIntent) -> list[str]:
     return [before[-1], after[0]] if before and after else []
 
 
-def _located_at(name: str, intent: QuestionIntent) -> int:
-    """Where the part of a name the question does not give starts: "<the asked school> in <town>" -> the
-    town's offset (the name finder reads the place into the name); 0 otherwise."""
-    match = _LOCATED_RE.match(name)
-    if match is None or not _named_in_question(match.group(1), intent):
-        return 0
-    return match.start(2)
-
-
 _DEFINING_SUBJECT_RE = re.compile(
     r"^[^,(]+?\s*(?:\([^)]*\)\s*)?(?:is|was|are|were)\s+(?:an?|the)\s+((?:[\w'’-]+\s+){0,5}[\w'’-]+)"
 )
@@ -970,34 +939,6 @@ def _asks_for_subject(question: str) -> bool:
         return True
     which = re.match(r"^(?:which|what|whose)\s+(?!" + _AUXILIARY + r"\b)[a-z]", text)
     return which is not None and not re.search(r"\b(?:do|does|did)\b", text)
-
-
-def _copular_span(intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool]) -> _Span | None:
-    """ "What is X?": the noun phrase after "X is (a|the)", up to a preposition, relative word or clause end."""
-    if not _WHAT_IS_RE.match(intent.text):
-        return None
-    for i, (_, _, token) in enumerate(tokens[:-1]):
-        if token.casefold() in ("is", "are", "was", "were") and i > 0 and in_question[i - 1]:
-            first = i + 1
-            while first < len(tokens) and tokens[first][2].casefold() in ("a", "an", "the", "one", "of"):
-                first += 1
-            last = first
-            while last < len(tokens) and last - first < SHORT_ANSWER_WORDS and not _NP_END_RE.match(tokens[last][2]):
-                last += 1
-            if last > first and not all(in_question[first:last]):
-                return _Span(first, last, False)
-        # "Stage 3 is the final stage ...": the question's words follow the copula, the subject answers
-        if (
-            token.casefold() in ("is", "are", "was", "were")
-            and 0 < i <= SHORT_ANSWER_WORDS
-            and not all(in_question[:i])
-        ):
-            after = i + 1
-            while after < len(tokens) and tokens[after][2].casefold() in ("a", "an", "the", "one", "of"):
-                after += 1
-            if after < len(tokens) and in_question[after]:
-                return _Span(0, i, False)
-    return None
 
 
 def _head_phrases(
