@@ -53,3 +53,15 @@ def test_how_to_leads_with_the_api_named_for_the_act_not_one_asking_about_its_st
     selection = select_answer("How do I stop a jobkit job?", sources)
     assert selection.answered
     assert selection.sentences[0].statement.startswith("jobkit.Job.stop(")
+
+
+def test_a_how_many_short_answer_may_be_a_count_in_words() -> None:
+    sources = [
+        page(
+            1,
+            "Varn guild",
+            "The Varn guild counts eight master masons among its members, 40 apprentices and 120 labourers.",
+        )
+    ]
+    selection = select_answer("How many master masons are members of the Varn guild?", sources)
+    assert selection.answered and selection.span == "eight"

@@ -565,6 +565,9 @@ _SPAN_JOINERS = frozenset(["of", "and", "the", "de", "von", "van", "du", "la", "
 _SPAN_OPENERS = frozenset(
     ["in", "under", "at", "on", "by", "from", "with", "for", "after", "before", "during", "near", "to"]
 )
+_COUNT_WORD_RE = re.compile(
+    r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozens?|hundreds?)", re.IGNORECASE
+)
 _NUMBER_WORD_RE = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|dozen)\b",
     re.IGNORECASE,
@@ -748,6 +751,11 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             if _VALUE_RE.match(t[2])
             and not in_question[i]
             and not any(a <= t[0] < b for a, b in dated)  # the day or year of a date counts nothing
+        ]
+        spans += [  # "eight presidents", "three sons": a count in words
+            _Span(i, i + 1, True, mention=True)
+            for i, t in enumerate(tokens)
+            if _COUNT_WORD_RE.fullmatch(t[2]) and not in_question[i]
         ]
     spans += _joined(spans, tokens, lead.statement)
     head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
