@@ -53,7 +53,6 @@ MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
 CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much
-SOURCE_PRIOR = 0.12  # how-to: [1] gets this much more than the last source
 CODE_BONUS = 0.25  # how-to: a sentence with a code-like span
 ANSWERED_MIN_COVERAGE = 0.5  # how-to: the chosen sentences cover this much of the question
 SHORT_ANSWER_WORDS = 8
@@ -1194,13 +1193,12 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
 
     def doc_score(doc: SourceDoc) -> float:
         best = max((c.coverage for c in doc.candidates), default=0.0)
-        prior = SOURCE_PRIOR * (1.0 - (doc.n - 1) / max(1, len(docs)))
         name = api_name(doc.title)
         if name is None:
             title = _coverage(
                 stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
             )
-            return best + title + prior
+            return best + title
         # an API page answers through its name or through its prose (its title's summary is prose too):
         # a page holding only a signature and a member list, whose name spells the question out, competes
         # with one that explains more but whose name says less
@@ -1209,7 +1207,7 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             named |= matched(weights, doc.signature.stems)
         title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
         said = frozenset().union(*(c.stems for c in doc.candidates))
-        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior + action_name_bonus(intent, name, said)
+        return max(best, title) + API_PROSE_SHARE * min(best, title) + action_name_bonus(intent, name, said)
 
     with_signature = [d for d in docs if d.signature is not None]
     chosen: list[Candidate] = []
