@@ -61,7 +61,6 @@ SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
 SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
 SHORT_HEAD_PHRASE_BONUS = 2.0  # the words before the question's head noun, with it ("a progressive tax system")
 SHORT_SLOT_BONUS = 1.0  # a span right after the question's word before its wh-word ("... become what?")
-SHORT_SUBJECT_BONUS = 2.0  # a name opening the lead, when the question asks for the subject ("who founded X?")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
@@ -669,8 +668,6 @@ _MEASURE_HEADS = frozenset(
 )  # fmt: skip
 _QUOTED_RE = re.compile(r"[\"“]([^\"“”]{1,60})[\"”]")
 _WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
-_VALUE_RE = re.compile(r"^[-–€$£]?\d[\d,.]*(?:[–-]\d[\d,.]*)?%?$")
-_AUXILIARY = r"(?:did|does|do|is|was|are|were|has|have|had|can|could|will|would|should|may|might|must)"
 _LOOSE_TYPES = frozenset(["person", "place", "organization"])  # a name the finder could not type may be one
 _VALUE_TYPES = frozenset(["date", "number"])
 _GENERIC_MODIFIERS = frozenset(
@@ -718,8 +715,6 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         expected = ("number",)  # "what percentage", "what fee": a value
     spans: list[_Span] = []
     mentions = find_mentions(lead.statement)
-    defined = _defines_head(intent, lead.statement)
-    dated = [(m.start, m.end) for m in mentions if m.entity_type == "date"]
     for mention in mentions:
         if _named_in_question(mention.text, intent):
             continue
@@ -743,14 +738,7 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             inner = [i for i, (a, b, _) in enumerate(tokens) if a >= period.start() and b <= period.end()]
             if inner and not all(in_question[i] for i in inner):
                 spans.append(_Span(inner[0], inner[-1] + 1, True, mention=True))
-    if "number" in expected:  # "32%", "€25,000": values the name finder leaves out
-        spans += [
-            _Span(i, i + 1, True, mention=True)
-            for i, t in enumerate(tokens)
-            if _VALUE_RE.match(t[2])
-            and not in_question[i]
-            and not any(a <= t[0] < b for a, b in dated)  # the day or year of a date counts nothing
-        ]
+    if "number" in expected:
         spans += [  # "eight presidents", "three sons": a count in words
             _Span(i, i + 1, True, mention=True)
             for i, t in enumerate(tokens)
@@ -817,11 +805,6 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             for i in range(sp.first, sp.last)
         )
 
-    # "Who approached ...?", "Which band released ...?": the question asks for the subject, and a name
-    # that opens the lead sentence is its subject
-    subject_asked = _asks_for_subject(intent.text) or defined
-    name_asked = bool(_NAME_OF_RE.search(intent.text))  # "What is the name of X?": the name the lead opens with
-
     def fit(sp: _Span) -> float:
         before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
         after = sorted(words_between(sp, a) for a in anchors if a >= sp.last)
@@ -835,7 +818,6 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in cued else 0.0)
-            + (SHORT_SUBJECT_BONUS if sp.mention and _opens(sp, tokens, subject_asked, name_asked) else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
             + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
@@ -887,21 +869,10 @@ def _before_wh(question: str) -> frozenset[str]:
     return frozenset(content_stems(content[-1]))
 
 
-_NAME_OF_RE = re.compile(
-    r"\b(?:the|its|their|his|her)\s+name\s+of\b|\bwhat\s+(?:is|was|are|were)\s+.+\s+called\b", re.IGNORECASE
-)
 _DO_QUESTION_RE = re.compile(
     r"^\s*(?:what|who|whom|which\s+[\w'’-]+|what\s+[\w'’-]+)\s+(?:do|does|did)\s+.*?\b([a-z][\w'’-]*)\s*\??\s*$",
     re.IGNORECASE,
 )
-
-
-def _opens(sp: _Span, tokens: list[tuple[int, int, str]], subject_asked: bool, name_asked: bool) -> bool:
-    """The span is the lead's subject asked for: it opens the sentence, or, when the question asks for a
-    name, follows only a function word ("The Quell Athletic Center ...")."""
-    if name_asked:
-        return _follows(sp.first, {0}, tokens)
-    return subject_asked and sp.first == 0
 
 
 def _final_verb(question: str) -> frozenset[str]:
@@ -922,30 +893,6 @@ def _options(intent: QuestionIntent) -> list[str]:
     before = [n for n in intent.names if n in left]
     after = [n for n in intent.names if n in right]
     return [before[-1], after[0]] if before and after else []
-
-
-_DEFINING_SUBJECT_RE = re.compile(
-    r"^[^,(]+?\s*(?:\([^)]*\)\s*)?(?:is|was|are|were)\s+(?:an?|the)\s+((?:[\w'’-]+\s+){0,5}[\w'’-]+)"
-)
-
-
-def _defines_head(intent: QuestionIntent, statement: str) -> bool:
-    """ "Which Canadian actress ...?" led by "Sandra Oh (born 1971) is a Canadian actress ...": the sentence
-    says its subject is a thing of the kind asked for, so the subject is the answer."""
-    if intent.head_noun is None:
-        return False
-    match = _DEFINING_SUBJECT_RE.match(statement)
-    return match is not None and intent.head_noun in content_stems(match.group(1))
-
-
-def _asks_for_subject(question: str) -> bool:
-    """The wh-phrase is the question's subject: "Who approached X?", "Which prince became X?" (not "Who
-    did X join?", "What was X?", "What kind of Y do Z have?")."""
-    text = question.strip().casefold()
-    if re.match(r"^who\s+(?!" + _AUXILIARY + r"\b)[a-z]", text):
-        return True
-    which = re.match(r"^(?:which|what|whose)\s+(?!" + _AUXILIARY + r"\b)[a-z]", text)
-    return which is not None and not re.search(r"\b(?:do|does|did)\b", text)
 
 
 def _head_phrases(
