@@ -51,9 +51,9 @@ MIN_PREFIX = 5
 SHARED_PREFIX = 8  # long words sharing this many letters are one word misspelt or inflected
 MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
+CODE_BONUS = 0.25  # how-to: a sentence with a code-like span
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
 CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much
-CODE_BONUS = 0.25  # how-to: a sentence with a code-like span
 ANSWERED_MIN_COVERAGE = 0.5  # how-to: the chosen sentences cover this much of the question
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
@@ -1068,7 +1068,6 @@ def _stop(token: str) -> bool:
 
 MIN_IDENTIFIER_PART = 3  # "csv", "log", "dict": shorter parts ("re", "os") match nothing on their own
 API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name covers this much of the question
-API_PROSE_SHARE = 0.25  # how-to: the lesser of a page's name match and its best sentence counts this much
 ACTION_NAME_BONUS = 0.3  # how-to: an API whose own name (its last part) is the action the question asks for
 _API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
 
@@ -1154,7 +1153,7 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             named |= matched(weights, doc.signature.stems)
         title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
         said = frozenset().union(*(c.stems for c in doc.candidates))
-        return max(best, title) + API_PROSE_SHARE * min(best, title) + action_name_bonus(intent, name, said)
+        return max(best, title) + action_name_bonus(intent, name, said)
 
     with_signature = [d for d in docs if d.signature is not None]
     chosen: list[Candidate] = []
