@@ -170,14 +170,6 @@ def test_short_answer_takes_the_value_beside_the_question_words_not_the_first_on
         short("When was the Tolt convention held?", "After the 1851 floods, the 1871 Tolt convention was held.")
         == "1871"
     )
-    # "what percentage" asks for a value, and the value beside the question's words is the answer
-    assert (
-        short(
-            "What percentage of Tolt pupils attend Varn schools?",
-            "About 7% of infants and 32% of Tolt pupils attend Varn schools.",
-        )
-        == "32%"
-    )
 
 
 def test_short_answer_names_what_the_head_noun_introduces_and_keeps_joined_names_whole() -> None:
@@ -189,22 +181,6 @@ def test_short_answer_names_what_the_head_noun_introduces_and_keeps_joined_names
         short("Who founded the Varn guild?", "The Varn guild was founded by Ann Lee and Bo Tam in the old town.")
         == "Ann Lee and Bo Tam"
     )
-
-
-def test_short_answer_is_the_opening_name_when_the_question_asks_for_the_subject() -> None:
-    # "who <verb>": the subject, even with another name closer to the question's words
-    assert (
-        short(
-            "Who approached the Tolt council in 1980 about the new bridge?",
-            "Ann Lee, a builder who worked for a firm in the United States, had approached the Tolt council "
-            "about the bridge as early as July 1980.",
-        )
-        == "Ann Lee"
-    )
-    # "what is the <words>?" answered by "<X> is the <words>"
-    assert short("What is the final stage of a Tolt bill?", "Stage 3 is the final stage of a Tolt bill.") == "Stage 3"
-    # the object is asked for: no subject preference
-    assert short("Who did the Tolt council hire in 1980?", "The Tolt council hired Bo Tam in 1980.") == "Bo Tam"
 
 
 def test_short_answer_keeps_a_listed_place_whole() -> None:
@@ -314,20 +290,6 @@ def test_short_answer_is_the_appositive_after_the_head_noun() -> None:
             "Traders from the east also brought to Tolt a new crop, millet, along with spices.",
         )
         == "millet"
-    )
-
-
-def test_short_answer_is_the_town_a_name_places_and_the_group_a_name_counts() -> None:
-    assert (
-        short(
-            "In what town is the Varn Academy?",
-            "Schools include Tolt College in Ostrava and the Varn Academy in Brindle.",
-        )
-        == "Brindle"
-    )
-    assert (
-        short("Who are Tolt councils made up of?", "Tolt councils comprise a small number of Elders, chosen by lot.")
-        == "small number of Elders"
     )
 
 
@@ -490,18 +452,6 @@ def test_a_one_word_name_with_an_inner_capital_opening_the_lead_answers_a_subjec
     )
 
 
-def test_the_subject_a_lead_defines_as_the_kind_asked_for_is_the_short_answer() -> None:
-    # the wh-word does not open the question, so it does not ask for the subject; the lead says its subject is one
-    assert (
-        short(
-            "The Varn Players staged which Tolt playwright, known for the comedy Harbour Lights, in 1931?",
-            "Edith Marrow (born 4 May 1890) is a Tolt playwright known for her comedy Harbour Lights, "
-            "staged in Varn by Osric Keane.",
-        )
-        == "Edith Marrow"
-    )
-
-
 def test_a_preposition_stranded_before_an_adjunct_marks_the_slot_too() -> None:
     assert (
         short(
@@ -638,14 +588,3 @@ def test_short_answer_is_the_instance_named_after_such_as() -> None:
     assert select_answer("What is a river disease that strikes trout preferentially?", sources).span == (
         "whirling fever"
     )
-
-
-def test_short_answer_to_the_name_of_a_thing_is_the_name_the_lead_opens_with() -> None:
-    sources = [
-        page(
-            1,
-            "Varn",
-            "The Quell Athletic Center serves both as Varn's main sports hall and as a place for town meetings.",
-        )
-    ]
-    assert select_answer("What is the name of Varn's main sports hall?", sources).span == ("Quell Athletic Center")

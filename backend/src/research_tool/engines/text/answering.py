@@ -51,10 +51,9 @@ MIN_PREFIX = 5
 SHARED_PREFIX = 8  # long words sharing this many letters are one word misspelt or inflected
 MAX_ANSWER_SENTENCES = 4
 MAX_ANSWER_WORDS = 75
+CODE_BONUS = 0.25  # how-to: a sentence with a code-like span
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
 CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much
-SOURCE_PRIOR = 0.12  # how-to: [1] gets this much more than the last source
-CODE_BONUS = 0.25  # how-to: a sentence with a code-like span
 ANSWERED_MIN_COVERAGE = 0.5  # how-to: the chosen sentences cover this much of the question
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
@@ -62,7 +61,6 @@ SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
 SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
 SHORT_HEAD_PHRASE_BONUS = 2.0  # the words before the question's head noun, with it ("a progressive tax system")
 SHORT_SLOT_BONUS = 1.0  # a span right after the question's word before its wh-word ("... become what?")
-SHORT_SUBJECT_BONUS = 2.0  # a name opening the lead, when the question asks for the subject ("who founded X?")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
@@ -128,11 +126,12 @@ class QuestionIntent:
 def classify_question(question: str) -> QuestionIntent:
     """The question's expected answer type, weighted terms, named things and aspects."""
     text = " ".join(question.split())
-    slot = required_slots(text)[0]
-    wh = _WH_RE.search(text)
+    asked = _asked_sentence(text)
+    slot = required_slots(asked)[0]
+    wh = _WH_RE.search(asked)
     if slot.kind == "yes_no" and wh is not None:
         # "Do X, ..., released in which year?" opens like a yes/no question but asks for a value
-        slot = required_slots(text[wh.start() :])[0]
+        slot = required_slots(asked[wh.start() :])[0]
     kind = slot.kind
     answer_type: AnswerType
     kind_of = _KIND_OF_RE.match(text)
@@ -187,6 +186,20 @@ def classify_question(question: str) -> QuestionIntent:
         head_noun=_head_noun(text, slot.terms),
         comparison=answer_type == "yes_no" and bool(_COMPARISON_RE.search(text)),
     )
+
+
+_QUESTION_OPENER_RE = re.compile(
+    r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|has|have|had|can|could)\b",
+    re.IGNORECASE,
+)
+
+
+def _asked_sentence(text: str) -> str:
+    """ "X has an award. Does Y also have one?": the sentence that asks (the last, when it opens as a
+    question does); the statements before it only set the scene."""
+    pieces = re.split(r"(?<=[.!])\s+(?=[A-Z])", text)
+    last = pieces[-1]
+    return last if len(pieces) > 1 and _QUESTION_OPENER_RE.match(last) else text
 
 
 _ARTICLE_NOUN_RE = re.compile(r"\b(?:a|an|the)\s+(\w+)", re.IGNORECASE)
@@ -550,6 +563,9 @@ _SPAN_JOINERS = frozenset(["of", "and", "the", "de", "von", "van", "du", "la", "
 _SPAN_OPENERS = frozenset(
     ["in", "under", "at", "on", "by", "from", "with", "for", "after", "before", "during", "near", "to"]
 )
+_COUNT_WORD_RE = re.compile(
+    r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozens?|hundreds?)", re.IGNORECASE
+)
 _NUMBER_WORD_RE = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|dozen)\b",
     re.IGNORECASE,
@@ -651,25 +667,13 @@ _MEASURE_HEADS = frozenset(
                       "price", "fee", "temperature", "distance", "length", "height", "weight", "size", "age"]
 )  # fmt: skip
 _QUOTED_RE = re.compile(r"[\"“]([^\"“”]{1,60})[\"”]")
-_WHAT_IS_RE = re.compile(r"^\s*what\s+(?:is|are|was|were)\b", re.IGNORECASE)
-_NP_END_RE = re.compile(
-    r"^(?:of|in|on|at|for|with|by|from|to|that|which|who|whose|where|when|and|or|but|as|since|because|is|are|was|were)$",
-    re.IGNORECASE,
-)
 _WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
-_VALUE_RE = re.compile(r"^[-–€$£]?\d[\d,.]*(?:[–-]\d[\d,.]*)?%?$")
-_AUXILIARY = r"(?:did|does|do|is|was|are|were|has|have|had|can|could|will|would|should|may|might|must)"
 _LOOSE_TYPES = frozenset(["person", "place", "organization"])  # a name the finder could not type may be one
 _VALUE_TYPES = frozenset(["date", "number"])
 _GENERIC_MODIFIERS = frozenset(
     ["another", "other", "same", "new", "first", "last", "main", "primary", "such", "certain", "different",
      "various", "similar", "particular", "specific", "whole", "entire", "own", "current", "original", "second"]
 )  # fmt: skip
-_GROUP_OF_RE = re.compile(
-    r"\b((?:[a-z]+\s+)?(?:number|group|majority|minority|handful|couple|pair|team|panel|body|dozens|hundreds|"
-    r"thousands|millions)\s+of\s+)$"
-)
-_LOCATED_RE = re.compile(r"^(.+?)\s+in\s+(\S.*)$")
 _KIND_WORDS = frozenset(stem(w) for w in ["kind", "type", "sort", "form", "variety"])
 _CALENDAR_RE = re.compile(
     r"^(?:January|February|March|April|May|June|July|August|September|October|November|December|"
@@ -710,18 +714,11 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
     if measure is not None and stem(measure.group(1).casefold()) in _MEASURE_HEADS:
         expected = ("number",)  # "what percentage", "what fee": a value
     spans: list[_Span] = []
-    located: list[_Span] = []  # the place a name of the question's is "in"
     mentions = find_mentions(lead.statement)
-    defined = _defines_head(intent, lead.statement)
-    dated = [(m.start, m.end) for m in mentions if m.entity_type == "date"]
     for mention in mentions:
         if _named_in_question(mention.text, intent):
             continue
-        start = mention.start + _located_at(mention.text, intent)
-        group = _GROUP_OF_RE.search(lead.statement[: mention.start])
-        if group is not None and start == mention.start:
-            start = group.start(1)  # "a small number of X": the group is the answer, not X alone
-        first = next((i for i, (a, b, _) in enumerate(tokens) if b > start), None)
+        first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
         last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
         lone_opener = first == last == 0 and mention.entity_type == "other" and not _inner_capital(tokens[0][2])
         if first is None or last is None or last < first or lone_opener:
@@ -732,8 +729,6 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             and _LOOSE_TYPES & set(expected)
         )  # the name finder often confuses people, places and organisations: any name may be the one asked for
         spans.append(_Span(first, last + 1, bool(typed), mention=True))
-        if start > mention.start:
-            located.append(spans[-1])
     for quoted in _QUOTED_RE.finditer(lead.statement):  # a quoted name ("the name "X"")
         inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
         if inner and not all(in_question[i] for i in inner):
@@ -743,18 +738,13 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             inner = [i for i, (a, b, _) in enumerate(tokens) if a >= period.start() and b <= period.end()]
             if inner and not all(in_question[i] for i in inner):
                 spans.append(_Span(inner[0], inner[-1] + 1, True, mention=True))
-    if "number" in expected:  # "32%", "€25,000": values the name finder leaves out
-        spans += [
+    if "number" in expected:
+        spans += [  # "eight presidents", "three sons": a count in words
             _Span(i, i + 1, True, mention=True)
             for i, t in enumerate(tokens)
-            if _VALUE_RE.match(t[2])
-            and not in_question[i]
-            and not any(a <= t[0] < b for a, b in dated)  # the day or year of a date counts nothing
+            if _COUNT_WORD_RE.fullmatch(t[2]) and not in_question[i]
         ]
     spans += _joined(spans, tokens, lead.statement)
-    copular = _copular_span(intent, tokens, in_question)
-    if copular is not None:
-        spans.append(copular)
     head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
     # an instance ("diseases such as lupus") scores as an appositive does
     appositives = _appositives(intent, tokens, in_question, lead.statement) + _instances(
@@ -815,11 +805,6 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
             for i in range(sp.first, sp.last)
         )
 
-    # "Who approached ...?", "Which band released ...?": the question asks for the subject, and a name
-    # that opens the lead sentence is its subject
-    subject_asked = _asks_for_subject(intent.text) or defined
-    name_asked = bool(_NAME_OF_RE.search(intent.text))  # "What is the name of X?": the name the lead opens with
-
     def fit(sp: _Span) -> float:
         before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
         after = sorted(words_between(sp, a) for a in anchors if a >= sp.last)
@@ -830,12 +815,9 @@ def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
         beside_head = any(h < sp.first and words_between(sp, h) == 0 for h in heads)  # "which toxin": "toxin called X"
         return (
             closeness
-            + (SHORT_HEAD_BONUS if sp == copular else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
-            + (SHORT_HEAD_BONUS if sp in located else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
             + (SHORT_HEAD_PHRASE_BONUS if sp in cued else 0.0)
-            + (SHORT_SUBJECT_BONUS if sp.mention and _opens(sp, tokens, subject_asked, name_asked) else 0.0)
             + (SHORT_NAMED_BONUS if is_named else 0.0)
             + (SHORT_HEAD_BONUS if beside_head else 0.0)
             + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
@@ -887,21 +869,10 @@ def _before_wh(question: str) -> frozenset[str]:
     return frozenset(content_stems(content[-1]))
 
 
-_NAME_OF_RE = re.compile(
-    r"\b(?:the|its|their|his|her)\s+name\s+of\b|\bwhat\s+(?:is|was|are|were)\s+.+\s+called\b", re.IGNORECASE
-)
 _DO_QUESTION_RE = re.compile(
     r"^\s*(?:what|who|whom|which\s+[\w'’-]+|what\s+[\w'’-]+)\s+(?:do|does|did)\s+.*?\b([a-z][\w'’-]*)\s*\??\s*$",
     re.IGNORECASE,
 )
-
-
-def _opens(sp: _Span, tokens: list[tuple[int, int, str]], subject_asked: bool, name_asked: bool) -> bool:
-    """The span is the lead's subject asked for: it opens the sentence, or, when the question asks for a
-    name, follows only a function word ("The Quell Athletic Center ...")."""
-    if name_asked:
-        return _follows(sp.first, {0}, tokens)
-    return subject_asked and sp.first == 0
 
 
 def _final_verb(question: str) -> frozenset[str]:
@@ -922,67 +893,6 @@ def _options(intent: QuestionIntent) -> list[str]:
     before = [n for n in intent.names if n in left]
     after = [n for n in intent.names if n in right]
     return [before[-1], after[0]] if before and after else []
-
-
-def _located_at(name: str, intent: QuestionIntent) -> int:
-    """Where the part of a name the question does not give starts: "<the asked school> in <town>" -> the
-    town's offset (the name finder reads the place into the name); 0 otherwise."""
-    match = _LOCATED_RE.match(name)
-    if match is None or not _named_in_question(match.group(1), intent):
-        return 0
-    return match.start(2)
-
-
-_DEFINING_SUBJECT_RE = re.compile(
-    r"^[^,(]+?\s*(?:\([^)]*\)\s*)?(?:is|was|are|were)\s+(?:an?|the)\s+((?:[\w'’-]+\s+){0,5}[\w'’-]+)"
-)
-
-
-def _defines_head(intent: QuestionIntent, statement: str) -> bool:
-    """ "Which Canadian actress ...?" led by "Sandra Oh (born 1971) is a Canadian actress ...": the sentence
-    says its subject is a thing of the kind asked for, so the subject is the answer."""
-    if intent.head_noun is None:
-        return False
-    match = _DEFINING_SUBJECT_RE.match(statement)
-    return match is not None and intent.head_noun in content_stems(match.group(1))
-
-
-def _asks_for_subject(question: str) -> bool:
-    """The wh-phrase is the question's subject: "Who approached X?", "Which prince became X?" (not "Who
-    did X join?", "What was X?", "What kind of Y do Z have?")."""
-    text = question.strip().casefold()
-    if re.match(r"^who\s+(?!" + _AUXILIARY + r"\b)[a-z]", text):
-        return True
-    which = re.match(r"^(?:which|what|whose)\s+(?!" + _AUXILIARY + r"\b)[a-z]", text)
-    return which is not None and not re.search(r"\b(?:do|does|did)\b", text)
-
-
-def _copular_span(intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool]) -> _Span | None:
-    """ "What is X?": the noun phrase after "X is (a|the)", up to a preposition, relative word or clause end."""
-    if not _WHAT_IS_RE.match(intent.text):
-        return None
-    for i, (_, _, token) in enumerate(tokens[:-1]):
-        if token.casefold() in ("is", "are", "was", "were") and i > 0 and in_question[i - 1]:
-            first = i + 1
-            while first < len(tokens) and tokens[first][2].casefold() in ("a", "an", "the", "one", "of"):
-                first += 1
-            last = first
-            while last < len(tokens) and last - first < SHORT_ANSWER_WORDS and not _NP_END_RE.match(tokens[last][2]):
-                last += 1
-            if last > first and not all(in_question[first:last]):
-                return _Span(first, last, False)
-        # "Stage 3 is the final stage ...": the question's words follow the copula, the subject answers
-        if (
-            token.casefold() in ("is", "are", "was", "were")
-            and 0 < i <= SHORT_ANSWER_WORDS
-            and not all(in_question[:i])
-        ):
-            after = i + 1
-            while after < len(tokens) and tokens[after][2].casefold() in ("a", "an", "the", "one", "of"):
-                after += 1
-            if after < len(tokens) and in_question[after]:
-                return _Span(0, i, False)
-    return None
 
 
 def _head_phrases(
@@ -1158,7 +1068,6 @@ def _stop(token: str) -> bool:
 
 MIN_IDENTIFIER_PART = 3  # "csv", "log", "dict": shorter parts ("re", "os") match nothing on their own
 API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name covers this much of the question
-API_PROSE_SHARE = 0.25  # how-to: the lesser of a page's name match and its best sentence counts this much
 ACTION_NAME_BONUS = 0.3  # how-to: an API whose own name (its last part) is the action the question asks for
 _API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
 
@@ -1207,10 +1116,21 @@ def action_name_bonus(intent: QuestionIntent, name: str, said: frozenset[str]) -
     its page (`said`: its name's and sentences' stems) also names something the action is done to."""
     verbs = {stem(v) for v in actions(intent.text)}
     last = name.rsplit(".", 1)[-1]
-    if not verbs or not identifier_matched(verbs, last):
+    if not verbs or not identifier_matched(verbs, last) or not _names_the_act(verbs, last):
         return 0.0
     objects = [k for k in intent.weights if k not in verbs]
     return ACTION_NAME_BONUS if matched(objects, said) or identifier_matched(objects, name) else 0.0
+
+
+def _names_the_act(verbs: Iterable[str], last: str) -> bool:
+    """A part of the name opens with the action ("cancel", "split", "writer"), and is no state or progress
+    of it: `cancelled()` and `cancelling()` ask about the act, `uncancel()` undoes it."""
+    pieces = [p for p in re.split(r"_|(?<=[a-z])(?=[A-Z])", last) if p]
+    return any(
+        piece.casefold().startswith(v) and not piece.casefold().endswith(("ed", "ing"))
+        for v in verbs
+        for piece in pieces
+    )
 
 
 def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> AnswerSelection:
@@ -1219,13 +1139,12 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
 
     def doc_score(doc: SourceDoc) -> float:
         best = max((c.coverage for c in doc.candidates), default=0.0)
-        prior = SOURCE_PRIOR * (1.0 - (doc.n - 1) / max(1, len(docs)))
         name = api_name(doc.title)
         if name is None:
             title = _coverage(
                 stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
             )
-            return best + title + prior
+            return best + title
         # an API page answers through its name or through its prose (its title's summary is prose too):
         # a page holding only a signature and a member list, whose name spells the question out, competes
         # with one that explains more but whose name says less
@@ -1234,7 +1153,7 @@ def _howto(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candida
             named |= matched(weights, doc.signature.stems)
         title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
         said = frozenset().union(*(c.stems for c in doc.candidates))
-        return max(best, title) + API_PROSE_SHARE * min(best, title) + prior + action_name_bonus(intent, name, said)
+        return max(best, title) + action_name_bonus(intent, name, said)
 
     with_signature = [d for d in docs if d.signature is not None]
     chosen: list[Candidate] = []
