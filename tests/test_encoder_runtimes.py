@@ -6,6 +6,8 @@ Skips, saying why, without the extra, the packaged weights or onnxruntime; nothi
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,3 +141,17 @@ def test_threads_default_to_one_per_process(monkeypatch: pytest.MonkeyPatch) -> 
     assert embeddings.encoder_threads() == 2
     monkeypatch.setenv(embeddings.ENCODER_THREADS_ENV, "many")
     assert embeddings.encoder_threads() == 1
+
+
+@needs_encoder
+def test_an_encoder_limits_blas_to_its_threads_in_a_fresh_process() -> None:
+    # numpy must be loaded before the limit is set, or OpenBLAS keeps one spinning thread per core (measured: 6x
+    # the CPU per passage on a shared machine); a fresh interpreter is the only place where that order shows.
+    script = (
+        "from threadpoolctl import threadpool_info\n"
+        "from research_tool.providers.local_corpus.embeddings import SentenceEncoder, find_model_files\n"
+        "SentenceEncoder(find_model_files(allow_download=False), runtime='numpy')\n"
+        "print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[1]"

@@ -184,6 +184,7 @@ class SentenceEncoder:
     `runtime` is one of `RUNTIMES` (default: `chosen_runtime()`)."""
 
     def __init__(self, files: ModelFiles, *, max_tokens: int = MAX_TOKENS, runtime: str | None = None) -> None:
+        import numpy  # noqa: F401  (loads its BLAS first, so that threadpool_limits below finds and limits it)
         from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
         from tokenizers import Tokenizer
 
