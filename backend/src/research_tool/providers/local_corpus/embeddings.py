@@ -212,6 +212,7 @@ class SentenceEncoder:
             self._load_numpy_weights()
         else:
             self._onnx = self._load_onnx(digest, threads)
+            self.layers = _layer_count(dict.fromkeys(_weight_names(files.weights)))
 
     def _raw_weights(self) -> dict[str, npt.NDArray[np.float32]]:
         import numpy as np
@@ -354,6 +355,15 @@ def encoder_threads() -> int:
         return max(1, int(os.environ.get(ENCODER_THREADS_ENV, "1") or 1))
     except ValueError:
         return 1
+
+
+def _weight_names(path: Path) -> list[str]:
+    """The tensor names in a safetensors file, without the `bert.` prefix (reads the header only)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as handle:
+        names: list[str] = handle.keys()  # a safetensors handle is not iterable
+        return [key.removeprefix("bert.") for key in names]
 
 
 def _layer_count(weights: dict[str, Any]) -> int:
