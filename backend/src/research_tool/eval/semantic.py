@@ -3,7 +3,9 @@
     python -m research_tool.eval.semantic [DATA_DIR] [--cache-dir DIR] [--latency-queries N]
 
 The corpus is indexed with vectors into `<cache dir>/scifact-semantic.db` (EVAL_CACHE_DIR, default
-data/eval-cache): the first run encodes the 5,183 abstracts (minutes on 2 cores), later runs find nothing pending
+data/eval-cache) as `research-tool index --semantic` does it (FTS5 rows, then the encoder's worker processes; the
+wall time, the load average and the workers' CPU per document are printed): the first run encodes the 5,183
+abstracts (about 3 minutes on 2 idle cores with onnxruntime), later runs find nothing pending
 (the index is incremental), so `make eval` pays for the encoding once. The mix weight is chosen on train from
 `WEIGHTS` and then measured on test; the default weight in vectors.py is the one this run chose. Query vectors
 are computed once per claim and reused across weights (`search_sync(query_vector=...)`, the same code path).
