@@ -6,8 +6,8 @@ then mean pooling over the attention mask and L2 normalisation, as sentence-tran
 Runtimes (`RESEARCH_ENCODER_RUNTIME`, see `RUNTIMES`; docs/semantic-search.md has the measured table):
 - "onnx" (the default when onnxruntime and onnx are installed, as the extra does): an ONNX graph built here from the
   safetensors (onnx_encoder.py), float32, cached once built. Its vectors equal numpy's (cosine > 0.99999), so it
-  shares numpy's model key; about 1.6x less CPU per passage and half the query time.
-- "onnx-int8": the same graph with its MatMul weights quantized to int8; about 2.5x less CPU than numpy, but the
+  shares numpy's model key; 1.8x less CPU per passage and 1.6x less per query (measured).
+- "onnx-int8": the same graph with its MatMul weights quantized to int8; 3.2x less CPU than numpy, but the
   vectors move (cosine about 0.995 to float32's), so it has a model key of its own.
 - "numpy": the forward pass in numpy with one BLAS thread; GELU uses the tanh form (numpy has no erf). The fallback
   when onnxruntime is not installed.
