@@ -13,6 +13,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from research_tool.bench.results import BenchResult
 from research_tool.eval.scifact import evaluate_scifact
@@ -53,6 +54,34 @@ async def run_local_index(data_dir: Path | None = None) -> BenchResult:
 
 
 SEMANTIC_SAMPLE = 64  # passages encoded to measure throughput (the whole corpus is make eval's, cached)
+SEMANTIC_QUERIES = 200  # claims encoded one by one (query encoding latency) and searched (top-10 latency)
+
+
+def _runtime_figures(encoder: Any, texts: list[str], claims: list[str]) -> dict[str, float]:
+    """One runtime's encoding throughput and CPU per passage on `texts`, and its per-query encoding latency."""
+    import statistics
+
+    from research_tool.eval.scifact import _percentile
+
+    encoder.encode(texts[:2])  # warm: first-run allocations are not the steady cost
+    cpu, wall = time.process_time(), time.perf_counter()
+    encoder.encode(texts)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    latencies, cpu_ms = [], []
+    for claim in claims:
+        began, began_cpu = time.perf_counter(), time.process_time()
+        encoder.encode([claim])
+        latencies.append(1000 * (time.perf_counter() - began))
+        cpu_ms.append(1000 * (time.process_time() - began_cpu))
+    return {
+        "passages_per_s": round(len(texts) / wall, 2),
+        "cpu_per_passage": round(cpu / len(texts), 4),
+        "query_p50_ms": round(statistics.median(latencies), 1),
+        "query_p95_ms": round(_percentile(latencies, 0.95), 1),
+        # CPU time is what an idle machine's wall time would be (one thread); the wall figures above wait for cores
+        "query_cpu_p50_ms": round(statistics.median(cpu_ms), 1),
+        "query_cpu_p95_ms": round(_percentile(cpu_ms, 0.95), 1),
+    }
 
 
 def add_semantic_figures(result: BenchResult, data: Path) -> None:
@@ -65,7 +94,14 @@ def add_semantic_figures(result: BenchResult, data: Path) -> None:
 
     from research_tool.eval import semantic
     from research_tool.eval.scifact import _percentile, load_queries
-    from research_tool.providers.local_corpus.embeddings import load_encoder, unavailable_reason
+    from research_tool.providers.local_corpus.embeddings import (
+        RUNTIMES,
+        SentenceEncoder,
+        encoder_threads,
+        load_encoder,
+        onnx_missing,
+        unavailable_reason,
+    )
     from research_tool.providers.local_corpus.hybrid import HybridIndex
     from research_tool.providers.local_corpus.index import CorpusIndex
     from research_tool.providers.local_corpus.vectors import passage_text, semantic_collections
@@ -78,12 +114,34 @@ def add_semantic_figures(result: BenchResult, data: Path) -> None:
     with (data / "corpus.jsonl").open(encoding="utf-8") as handle:
         records = [json.loads(line) for line in itertools.islice(handle, SEMANTIC_SAMPLE)]
     texts = [passage_text(r.get("title") or "", r.get("text") or "") for r in records]
-    cpu, wall = time.process_time(), time.perf_counter()
-    encoder.encode(texts)
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    claims = list(load_queries(data / "queries.jsonl").values())[:SEMANTIC_QUERIES]
     tokens = statistics.fmean(encoder.token_counts(texts))
-    result.add("semantic: passages encoded per second", round(len(texts) / wall, 2), "/s", note=f"{tokens:.0f} tokens")
-    result.add("semantic: CPU seconds per passage", round(cpu / len(texts), 3), "s", note="one BLAS thread")
+    result.add(
+        "semantic: runtime", encoder.runtime, note=f"{encoder_threads()} thread per process ({encoder.model_key})"
+    )
+    # Every runtime installed here, the active one first (its figures are the ones the index and searches get).
+    for runtime in [encoder.runtime, *(r for r in RUNTIMES if r != encoder.runtime)]:
+        if runtime.startswith("onnx") and onnx_missing():
+            continue
+        figures = _runtime_figures(
+            encoder if runtime == encoder.runtime else SentenceEncoder(encoder.files, runtime=runtime), texts, claims
+        )
+        label = "" if runtime == encoder.runtime else f" ({runtime})"
+        result.add(
+            f"semantic: passages encoded per second{label}",
+            figures["passages_per_s"],
+            "/s",
+            note=f"{tokens:.0f} tokens on average",
+        )
+        result.add(f"semantic: CPU seconds per passage{label}", figures["cpu_per_passage"], "s")
+        result.add(f"semantic: query encoding p50{label}", figures["query_p50_ms"], "ms")
+        result.add(f"semantic: query encoding p95{label}", figures["query_p95_ms"], "ms")
+        result.add(
+            f"semantic: query encoding CPU p50 / p95{label}",
+            figures["query_cpu_p50_ms"],
+            "ms",
+            note=f"p95 {figures['query_cpu_p95_ms']} ms",
+        )
     db = semantic.default_cache_dir() / semantic.INDEX_FILE
     index = HybridIndex(db) if db.exists() else None
     if index is not None:
@@ -95,16 +153,25 @@ def add_semantic_figures(result: BenchResult, data: Path) -> None:
     corpus = (data / "corpus.jsonl").resolve()
     docs = sum(1 for _ in corpus.open(encoding="utf-8"))
     result.add("semantic: vector bytes per document", round(semantic.vector_bytes(index) / docs), "B")
-    queries = load_queries(data / "queries.jsonl")
-    sample = list(queries.values())[:200]
-    plain, mixed = [], []
-    for text in sample:
-        began = time.perf_counter()
+    plain, mixed, plain_cpu, mixed_cpu = [], [], [], []
+    index.search_sync(claims[0], roots=[corpus], limit=10)  # warm: loads the encoder and the folder's vectors
+    for text in claims:
+        began, began_cpu = time.perf_counter(), time.process_time()
         CorpusIndex.search_sync(index, text, roots=[corpus], limit=10)
         plain.append(1000 * (time.perf_counter() - began))
-        began = time.perf_counter()
+        plain_cpu.append(1000 * (time.process_time() - began_cpu))
+        began, began_cpu = time.perf_counter(), time.process_time()
         index.search_sync(text, roots=[corpus], limit=10)
         mixed.append(1000 * (time.perf_counter() - began))
+        mixed_cpu.append(1000 * (time.process_time() - began_cpu))
+    result.add("semantic: BM25 top-10 latency p50", round(statistics.median(plain), 1), "ms")
+    result.add("semantic: BM25 top-10 latency p95", round(_percentile(plain, 0.95), 1), "ms")
     result.add("semantic: hybrid top-10 latency p50", round(statistics.median(mixed), 1), "ms")
     result.add("semantic: hybrid top-10 latency p95", round(_percentile(mixed, 0.95), 1), "ms")
     result.add("semantic: latency added p95", round(_percentile(mixed, 0.95) - _percentile(plain, 0.95), 1), "ms")
+    result.add(
+        "semantic: CPU added per search p50 / p95",
+        round(statistics.median(mixed_cpu) - statistics.median(plain_cpu), 1),
+        "ms",
+        note=f"p95 {round(_percentile(mixed_cpu, 0.95) - _percentile(plain_cpu, 0.95), 1)} ms (idle-machine latency)",
+    )
