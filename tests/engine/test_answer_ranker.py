@@ -27,7 +27,7 @@ from research_tool.engines.text.ranker import (
 from research_tool.engines.text.synthesis import synthesize_draft
 from research_tool.models.entities import SourceResult
 from research_tool.providers.local_corpus.embeddings import unavailable_reason
-from research_tool.providers.local_corpus.similarity import EncoderSimilarity
+from research_tool.providers.local_corpus.similarity import EncoderSimilarity, answer_similarity
 
 
 def corpus(title: str, text: str) -> list[NumberedSource]:
@@ -249,6 +249,10 @@ def test_the_synthesis_step_passes_its_similarity_to_the_selection() -> None:
     synthesize_draft(request)
     assert similarity.calls
     assert "similarity" not in request.model_dump()
+
+
+def test_no_similarity_is_handed_out_unless_semantic_search_is_on() -> None:
+    assert answer_similarity(False) is None
 
 
 def test_the_encoder_similarity_pickles_for_the_cpu_pool_without_loading_anything() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from research_tool.core.logging import get_logger
@@ -59,10 +60,15 @@ class EncoderSimilarity:
 def answer_similarity(enabled: bool) -> EncoderSimilarity | None:
     """The similarity for the answer ranker when `enabled` and the extra and its weights are here, else None
     (the lexical ranker; the reason is logged)."""
-    if not enabled:
+    if not enabled or _unavailable() is not None:
         return None
+    return EncoderSimilarity()
+
+
+@lru_cache(maxsize=1)
+def _unavailable() -> str | None:
+    """Why the encoder cannot run here (looked up and logged once per process), or None."""
     reason = unavailable_reason(allow_download=False)
     if reason is not None:
         log.warning("answer_similarity_unavailable", reason=reason)
-        return None
-    return EncoderSimilarity()
+    return reason
