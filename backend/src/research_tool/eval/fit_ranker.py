@@ -12,6 +12,11 @@
    wrongly unanswered at most ANSWERABLE_FALSE_MAX while refusing as many unanswerable ones as it can.
 4. Measure on fit and test parts, the BM25-over-sentences baseline beside each figure; then the ablation:
    refit without each feature, and run the whole selection (`select_answer`) without each kept rule.
+
+`--semantic`: the same for the lexical+semantic weight set (the `semantic` extra's encoder: every candidate's
+cosine with its question is computed once and cached under DIR); it is written beside the lexical one.
+`--captured FILE [--semantic]`: `select_answer` on the runner's captured pools (`answers --capture FILE`), by
+part, with the BM25 baseline on the same sources and how often the gold sentence is among the candidates.
 """
 
 from __future__ import annotations
