@@ -3,13 +3,31 @@ answered and leads; a question no source touches, or a sentence of the wrong kin
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Sequence
+
 import pytest
 
-from research_tool.engines.base import NumberedSource
-from research_tool.engines.text.answering import RULES, select_answer
+from research_tool.engines.base import NumberedSource, SynthesisInput
+from research_tool.engines.text.answering import (
+    RULES,
+    build_candidates,
+    classify_question,
+    rank_candidates,
+    select_answer,
+)
 from research_tool.engines.text.entities import extract_entities
-from research_tool.engines.text.ranker import FEATURES, bm25_scores, load_model
+from research_tool.engines.text.ranker import (
+    FEATURES,
+    SEMANTIC_CANDIDATES,
+    SEMANTIC_FEATURES,
+    bm25_scores,
+    load_model,
+)
+from research_tool.engines.text.synthesis import synthesize_draft
 from research_tool.models.entities import SourceResult
+from research_tool.providers.local_corpus.embeddings import unavailable_reason
+from research_tool.providers.local_corpus.similarity import EncoderSimilarity, answer_similarity
 
 
 def corpus(title: str, text: str) -> list[NumberedSource]:
@@ -165,3 +183,88 @@ def test_a_short_answer_is_a_whole_span_of_the_asked_type_or_none(
     selection = select_answer(question, corpus(title, sentence))
     assert selection.answered
     assert selection.short_answer == short
+
+
+# --- the semantic feature (the `semantic` extra's encoder, passed in as a similarity) --------------------
+
+PARAGRAPH = (
+    "The Varn bridge crosses the river at the old ford. Its builders were paid in grain. "
+    "The bridge toll was abolished when the railway came. Eleven stone arches carry the road. "
+    "The river floods most springs. Carts once queued at the ford. The town grew around the bridge. "
+    "A chapel stood at its east end. The chapel burned in a storm. Fishermen still moor below it."
+)
+
+
+class RecordingSimilarity:
+    """A similarity written for the test: the cosines it is told, and a record of what it was asked."""
+
+    def __init__(self, cosines: dict[str, float] | None = None) -> None:
+        self.cosines = cosines or {}
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def __call__(self, question: str, sentences: Sequence[str]) -> list[float]:
+        self.calls.append((question, list(sentences)))
+        return [self.cosines.get(s, 0.1) for s in sentences]
+
+
+def test_the_similarity_is_asked_once_about_the_lexical_rankers_best_sentences_only() -> None:
+    similarity = RecordingSimilarity()
+    question = "How many arches does the Varn bridge have?"
+    select_answer(question, corpus("Varn bridge", PARAGRAPH), similarity=similarity)
+    assert len(similarity.calls) == 1
+    asked, sentences = similarity.calls[0]
+    assert asked == question
+    assert 0 < len(sentences) <= SEMANTIC_CANDIDATES
+    assert "Eleven stone arches carry the road." in sentences
+
+
+def test_the_semantic_weight_set_is_used_only_with_a_similarity() -> None:
+    assert set(load_model(semantic=True).weights) == set(FEATURES) | set(SEMANTIC_FEATURES)
+    assert not set(load_model().weights) & set(SEMANTIC_FEATURES)
+    assert load_model(semantic=True).weights["semantic"] > 0.0
+
+
+def test_a_paraphrase_the_encoder_recognises_can_lead() -> None:
+    """The question shares no content word with the sentence that answers it; the similarity says it answers."""
+    answer = "Fishermen still moor below it."
+    question = "Where do boats tie up near the Varn bridge?"
+    sources = corpus("Varn bridge", ". ".join(PARAGRAPH.split(". ")[:4]) + ". " + answer)
+
+    def lead(similarity: RecordingSimilarity | None) -> str:
+        pool = rank_candidates(classify_question(question), build_candidates(sources), similarity=similarity)
+        return max(pool, key=lambda c: c.score).statement
+
+    assert lead(None) != answer
+    assert lead(RecordingSimilarity({answer: 0.9})) == answer
+
+
+def test_the_synthesis_step_passes_its_similarity_to_the_selection() -> None:
+    similarity = RecordingSimilarity()
+    request = SynthesisInput(
+        query="How many arches does the Varn bridge have?",
+        sources=corpus("Varn bridge", PARAGRAPH),
+        facts=[],
+        similarity=similarity,
+    )
+    synthesize_draft(request)
+    assert similarity.calls
+    assert "similarity" not in request.model_dump()
+
+
+def test_no_similarity_is_handed_out_unless_semantic_search_is_on() -> None:
+    assert answer_similarity(False) is None
+
+
+def test_the_encoder_similarity_pickles_for_the_cpu_pool_without_loading_anything() -> None:
+    request = SynthesisInput(query="q", sources=[], facts=[], similarity=EncoderSimilarity())
+    assert isinstance(pickle.loads(pickle.dumps(request)).similarity, EncoderSimilarity)
+
+
+@pytest.mark.skipif(unavailable_reason(allow_download=False) is not None, reason="the semantic extra's encoder")
+@pytest.mark.parametrize(("title", "sentence", "question"), ONE_SENTENCE_CORPORA)
+def test_with_the_encoder_a_sentence_that_plainly_answers_is_answered_and_leads(
+    title: str, sentence: str, question: str
+) -> None:
+    selection = select_answer(question, corpus(title, sentence), similarity=EncoderSimilarity())
+    assert selection.answered, question
+    assert selection.sentences[0].statement == sentence

@@ -8,7 +8,7 @@ the value, the tokens it cost (0 for the offline engine) and any structured erro
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -77,6 +77,9 @@ class SynthesisInput(_Strict):
     max_findings: int = 10
     degraded_mode: bool = False
     stop_reason: str | None = None
+    # The answer ranker's sentence similarity (`ranker.SentenceSimilarity`: question, sentences -> cosines) when
+    # the `semantic` extra's encoder is on; None: the lexical ranker. Not part of the input's data.
+    similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = Field(default=None, exclude=True)
 
 
 class FindingDraft(_Strict):

@@ -632,7 +632,8 @@ class LLMEngine(ReasoningEngine):
             notes.append(DEGRADED_NOTE)
         if request.stop_reason:
             notes.append(f"The research stopped because: {request.stop_reason}.")
-        selection = select_answer(request.query, request.sources)  # the same evidence selection as offline
+        # the same evidence selection as offline
+        selection = select_answer(request.query, request.sources, similarity=request.similarity)
         leads = selection.sentences if selection.answered else selection.closest
         answer_sentences = _bullet_lines(f"{escape_data(c.statement)} [{c.n}]" for c in leads)
         prompt = load_prompt("synthesize").render(

@@ -289,8 +289,11 @@ async def run_reports(
     work: Path,
     concurrency: int,
     captured: dict[str, list[dict[str, Any]]] | None = None,
+    semantic: bool = False,
 ) -> list[dict[str, Any]]:
-    settings = Settings(data_dir=work / answer_set.name / "run", max_concurrent_sessions=concurrency)
+    settings = Settings(
+        data_dir=work / answer_set.name / "run", max_concurrent_sessions=concurrency, semantic_search=semantic
+    )
     index = CorpusIndex(settings.db_path("local_index.db"))
     await index.index_folder(answer_set.corpus)
     with _capturing(captured):
@@ -543,6 +546,7 @@ async def run(
     limit: int | None,
     concurrency: int,
     captured: dict[str, list[dict[str, Any]]] | None = None,
+    semantic: bool = False,
 ) -> list[dict[str, Any]]:
     results = []
     for name in sets:
@@ -566,7 +570,7 @@ async def run(
             print(f"skipped {name}: its part {part!r} is empty", file=sys.stderr)
             continue
         started = time.perf_counter()
-        reports = await run_reports(answer_set, items, work, concurrency, captured)
+        reports = await run_reports(answer_set, items, work, concurrency, captured, semantic)
         base = await baselines(answer_set, items, work)
         result = score(answer_set, items, reports, base)
         result["wall_s"] = round(time.perf_counter() - started, 1)
@@ -592,11 +596,26 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="write the sources the runner gave the answer selection, by question, to this JSON file",
     )
+    parser.add_argument(
+        "--semantic",
+        action="store_true",
+        help="RESEARCH_SEMANTIC_SEARCH on (the semantic extra): hybrid retrieval and the answer ranker's semantic "
+        "weight set; use a --work-dir of its own (the index gets vectors)",
+    )
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
     captured: dict[str, list[dict[str, Any]]] | None = {} if args.capture else None
     results = asyncio.run(
-        run(args.eval_dir, args.work_dir, args.sets.split(","), args.part, args.limit, args.concurrency, captured)
+        run(
+            args.eval_dir,
+            args.work_dir,
+            args.sets.split(","),
+            args.part,
+            args.limit,
+            args.concurrency,
+            captured,
+            args.semantic,
+        )
     )
     if args.capture and captured is not None:
         args.capture.parent.mkdir(parents=True, exist_ok=True)

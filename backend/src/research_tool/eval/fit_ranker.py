@@ -12,6 +12,11 @@
    wrongly unanswered at most ANSWERABLE_FALSE_MAX while refusing as many unanswerable ones as it can.
 4. Measure on fit and test parts, the BM25-over-sentences baseline beside each figure; then the ablation:
    refit without each feature, and run the whole selection (`select_answer`) without each kept rule.
+
+`--semantic`: the same for the lexical+semantic weight set (the `semantic` extra's encoder: every candidate's
+cosine with its question is computed once and cached under DIR); it is written beside the lexical one.
+`--captured FILE [--semantic]`: `select_answer` on the runner's captured pools (`answers --capture FILE`), by
+part, with the BM25 baseline on the same sources and how often the gold sentence is among the candidates.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from research_tool.engines.text.answering import (
     rank_candidates,
     select_answer,
 )
-from research_tool.engines.text.ranker import FEATURES, Model
+from research_tool.engines.text.ranker import FEATURES, SEMANTIC_FEATURES, Model
 from research_tool.eval.answers import (
     SQUAD_HELD_OUT_EVERY,
     Item,
@@ -158,6 +163,47 @@ def feature_rows(qs: Sequence[Question], sources: dict[str, list[NumberedSource]
         }
     path.write_text(json.dumps({"features": list(FEATURES), "rows": rows}))
     return rows
+
+
+def cosines(qs: Sequence[Question], sources: dict[str, list[NumberedSource]], cache: Path) -> dict[str, list[float]]:
+    """Per question: the encoder's cosine of the question with every candidate (in the feature rows' order),
+    cached under DIR. Each distinct text is encoded once."""
+    path = cache / "cosines.json"
+    stored: dict[str, list[float]] = json.loads(path.read_text()) if path.exists() else {}
+    missing = [q for q in qs if q.item.id not in stored]
+    if missing:
+        from research_tool.providers.local_corpus.embeddings import load_encoder
+
+        encoder = load_encoder(allow_download=False)
+        statements = {
+            q.item.id: [c.statement for d in build_candidates(sources[q.item.id]) for c in d.candidates]
+            for q in missing
+        }
+        texts = list(dict.fromkeys([q.item.question for q in missing] + [t for v in statements.values() for t in v]))
+        started = time.perf_counter()
+        vectors = dict(zip(texts, encoder.encode(texts), strict=True))
+        print(f"encoded {len(texts)} texts in {time.perf_counter() - started:.1f} s")
+        for q in missing:
+            question = vectors[q.item.question]
+            stored[q.item.id] = [round(float(vectors[t] @ question), 5) for t in statements[q.item.id]]
+        path.write_text(json.dumps(stored))
+    return stored
+
+
+def with_semantic(qs: Sequence[Question], rows: dict[str, Any], cos: dict[str, list[float]]) -> dict[str, Any]:
+    """The feature rows with the semantic columns (SEMANTIC_FEATURES) appended, as the engine computes them:
+    cosines for the packaged lexical ranker's top `SEMANTIC_CANDIDATES` sentences only."""
+    lexical = ranker.load_model()
+    w = np.array([lexical.weights[f] for f in FEATURES])
+    out = {}
+    for q in qs:
+        row = rows[q.item.id]
+        x = np.asarray(row["x"], dtype=float).reshape(-1, len(FEATURES))
+        chosen = ranker.encoded_candidates(list(x @ w))
+        extra = ranker.semantic_features({i: cos[q.item.id][i] for i in chosen}, len(x))
+        columns = np.array([[e[f] for f in SEMANTIC_FEATURES] for e in extra]).reshape(-1, len(SEMANTIC_FEATURES))
+        out[q.item.id] = {**row, "x": np.hstack([x, columns]).tolist()}
+    return out
 
 
 @dataclass
@@ -296,14 +342,17 @@ def report(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int], fi
 
 
 def selection_figures(
-    qs: Sequence[Question], sources: dict[str, list[NumberedSource]], rules: frozenset[str]
+    qs: Sequence[Question],
+    sources: dict[str, list[NumberedSource]],
+    rules: frozenset[str],
+    similarity: ranker.SentenceSimilarity | None = None,
 ) -> dict[str, float]:
     """The full `select_answer` on the questions: first sentence holds the gold, short answers, answered,
     yes/no verdicts, and the engine time per question."""
     first, anywhere, short_given, short_right, answered_un, answered_ok, verdicts, seconds = ([] for _ in range(8))
     for q in qs:
         started = time.perf_counter()
-        sel = select_answer(q.item.question, sources[q.item.id], rules=rules)
+        sel = select_answer(q.item.question, sources[q.item.id], rules=rules, similarity=similarity)
         seconds.append(time.perf_counter() - started)
         if not q.item.answers:
             answered_un.append(sel.answered)
@@ -357,10 +406,16 @@ class RunnerLead:
     fixed: bool | None  # answered whatever the threshold (True/False), or None when the threshold decides
 
 
-def runner_leads(qs: Sequence[Question], captured: dict[str, list[dict[str, Any]]]) -> list[RunnerLead]:
+def runner_leads(
+    qs: Sequence[Question],
+    captured: dict[str, list[dict[str, Any]]],
+    similarity: ranker.SentenceSimilarity | None = None,
+) -> list[RunnerLead]:
     """Each captured SQuAD question's lead as the runner's sources give it (`answers --capture`): its
-    features and score under the packaged ranker, and whether the threshold decides its `answered`."""
-    model = ranker.load_model()
+    features and score under the packaged ranker (the lexical+semantic one with a `similarity`), and whether
+    the threshold decides its `answered`."""
+    model = ranker.load_model(semantic=similarity is not None)
+    names = feature_names(similarity is not None)
     always = dataclasses.replace(model, answered_at=-1.0)
     never = dataclasses.replace(model, answered_at=2.0)
     out = []
@@ -368,16 +423,60 @@ def runner_leads(qs: Sequence[Question], captured: dict[str, list[dict[str, Any]
         if q.item.question not in captured:
             continue
         sources = [NumberedSource.model_validate(s) for s in captured[q.item.question]]
-        low = select_answer(q.item.question, sources, model=always).answered
-        high = select_answer(q.item.question, sources, model=never).answered
-        pool = rank_candidates(classify_question(q.item.question), build_candidates(sources), model)
+        low = select_answer(q.item.question, sources, model=always, similarity=similarity).answered
+        high = select_answer(q.item.question, sources, model=never, similarity=similarity).answered
+        pool = rank_candidates(classify_question(q.item.question), build_candidates(sources), model, similarity)
         if not pool:
-            out.append(RunnerLead(bool(q.item.answers), np.zeros(len(FEATURES) + 1), False))
+            out.append(RunnerLead(bool(q.item.answers), np.zeros(len(names) + 1), False))
             continue
         lead = min(pool, key=lambda c: (-c.score, c.n, c.index))
-        x = np.array([*(lead.features[f] for f in FEATURES), lead.score])
+        x = np.array([*(lead.features[f] for f in names), lead.score])
         out.append(RunnerLead(bool(q.item.answers), x, low if low == high else None))
     return out
+
+
+def captured_figures(
+    eval_dir: Path, path: Path, similarity: ranker.SentenceSimilarity | None
+) -> dict[str, dict[str, float]]:
+    """`select_answer` on the sources the runner gave it (`answers --capture FILE`), SQuAD questions by part:
+    the runner's own answer, re-read under the packaged weights (with `similarity`: the semantic set). Beside
+    it the BM25-over-sentences baseline on the same sources and how often the gold is among the candidates."""
+    captured = json.loads(path.read_text(encoding="utf-8"))
+    _, parts = squad_questions(eval_dir / "squad_dev_part2")
+    out = {}
+    for part in ("fit", "test"):
+        items = [i for i in parts[part] + parts[f"{part}_unanswerable"] if i.question in captured]
+        if not items:
+            continue
+        first, base, gold_there, wrongly, refused, seconds = ([] for _ in range(6))
+        for item in items:
+            sources = [NumberedSource.model_validate(s) for s in captured[item.question]]
+            started = time.perf_counter()
+            sel = select_answer(item.question, sources, similarity=similarity)
+            seconds.append(time.perf_counter() - started)
+            if not item.answers:
+                refused.append(not sel.answered)
+                continue
+            wrongly.append(not sel.answered)
+            first.append(bool(sel.answered and sel.sentences and contains_gold(_lead(sel), item.answers)))
+            base.append(contains_gold(bm25_top_sentence(item.question, sources), item.answers))
+            statements = [c.statement for d in build_candidates(sources) for c in d.candidates]
+            gold_there.append(any(contains_gold(t, item.answers) for t in statements))
+        out[part] = {
+            "first": _mean(first),
+            "baseline": _mean(base),
+            "gold_in_candidates": _mean(gold_there),
+            "unanswerable_not_answered": _mean(refused),
+            "answerable_wrongly_not_answered": _mean(wrongly),
+            "answerable": float(len(first)),
+            "unanswerable": float(len(refused)),
+            "seconds": round(sum(seconds) / len(seconds), 4),
+        }
+    return out
+
+
+def feature_names(semantic: bool) -> list[str]:
+    return [*FEATURES, *SEMANTIC_FEATURES] if semantic else list(FEATURES)
 
 
 def capture_runner_pools(qs: Sequence[Question], eval_dir: Path, work: Path, path: Path) -> None:
@@ -415,13 +514,15 @@ def runner_threshold(leads_: Sequence[RunnerLead], calibration: np.ndarray, offs
     return confidences[min(allowed, len(confidences) - 1)] if confidences else 0.5
 
 
-def calibrate_on_runner(qs: Sequence[Question], path: Path, refit: bool) -> tuple[np.ndarray, float, float]:
+def calibrate_on_runner(
+    qs: Sequence[Question], path: Path, refit: bool, similarity: ranker.SentenceSimilarity | None = None
+) -> tuple[np.ndarray, float, float]:
     """The confidence model (refit on the runner's leads when `refit`) and its threshold, from the FIT part's
     captured pools only; prints the fit figures."""
     captured = json.loads(path.read_text(encoding="utf-8"))
-    fit = runner_leads([q for q in qs if q.set == "squad" and q.part == "fit"], captured)
-    model = ranker.load_model()
-    calibration = np.array([model.calibration.get(f, 0.0) for f in [*FEATURES, "score"]])
+    fit = runner_leads([q for q in qs if q.set == "squad" and q.part == "fit"], captured, similarity)
+    model = ranker.load_model(semantic=similarity is not None)
+    calibration = np.array([model.calibration.get(f, 0.0) for f in [*feature_names(similarity is not None), "score"]])
     offset = model.offset
     if refit:
         decided = [r for r in fit if r.fixed is None]
@@ -446,57 +547,74 @@ def main(argv: list[str] | None = None) -> int:
         help="calibrate `answered` on these runner pools (answers --part fit --capture) and write the threshold",
     )
     parser.add_argument("--refit-confidence", action="store_true", help="with --runner-pools: refit the model too")
+    parser.add_argument(
+        "--captured",
+        type=Path,
+        help="only score select_answer on these captured runner pools (answers --capture FILE), by part",
+    )
+    parser.add_argument(
+        "--semantic",
+        action="store_true",
+        help="the lexical+semantic weight set (the `semantic` extra's encoder): fit, ablate, calibrate, write",
+    )
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
+    names = feature_names(args.semantic)
+    similarity = None
+    if args.semantic:
+        from research_tool.providers.local_corpus.similarity import EncoderSimilarity
+
+        similarity = EncoderSimilarity()
+    if args.captured:
+        print(json.dumps(captured_figures(args.eval_dir, args.captured, similarity), indent=1))
+        return 0
     if args.runner_pools:
         qs = questions(args.eval_dir)
         if not args.runner_pools.exists():
             capture_runner_pools(qs, args.eval_dir, args.cache / "runner", args.runner_pools)
-        calibration, offset, at = calibrate_on_runner(qs, args.runner_pools, args.refit_confidence)
+        calibration, offset, at = calibrate_on_runner(qs, args.runner_pools, args.refit_confidence, similarity)
         if args.write:
             data = json.loads(ranker.WEIGHTS_FILE.read_text(encoding="utf-8"))
-            data["calibration"] = {
-                f: round(float(v), 4) for f, v in zip([*FEATURES, "score"], calibration, strict=True)
-            }
-            data["offset"] = round(offset, 4)
-            data["answered_at"] = round(at, 4)
-            data["answered_on"] = (
+            target = data["semantic"] if args.semantic else data
+            target["calibration"] = {f: round(float(v), 4) for f, v in zip([*names, "score"], calibration, strict=True)}
+            target["offset"] = round(offset, 4)
+            target["answered_at"] = round(at, 4)
+            target["answered_on"] = (
                 "the runner's own pools for the fit part's SQuAD questions (python -m research_tool.eval.answers "
-                "--part fit --capture FILE; python -m research_tool.eval.fit_ranker --runner-pools FILE --write)"
+                "--part fit --capture FILE; python -m research_tool.eval.fit_ranker --runner-pools FILE --write"
+                + (" --semantic)" if args.semantic else ")")
             )
-            ranker.WEIGHTS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-            ranker.load_model.cache_clear()
+            write_weights(data)
         return 0
     qs = questions(args.eval_dir)
     sources = pools(qs, args.eval_dir, args.cache)
     rows = feature_rows(qs, sources, args.cache)
-    everything = list(range(len(FEATURES)))
+    if args.semantic:
+        rows = with_semantic(qs, rows, cosines(qs, sources, args.cache))
+    everything = list(range(len(names)))
     fitted = fit_model(qs, rows, everything)
-    print("weights:", {f: round(float(v), 3) for f, v in zip(FEATURES, fitted.weights, strict=True)})
+    print("weights:", {f: round(float(v), 3) for f, v in zip(names, fitted.weights, strict=True)})
     print("calibration:", np.round(fitted.calibration, 3), round(fitted.offset, 3), "at", round(fitted.answered_at, 4))
     print(json.dumps(report(qs, rows, everything, fitted), indent=1))
     if args.write:
-        ranker.WEIGHTS_FILE.write_text(
-            json.dumps(
-                {
-                    "weights": {f: round(float(v), 4) for f, v in zip(FEATURES, fitted.weights, strict=True)},
-                    "calibration": {
-                        f: round(float(v), 4) for f, v in zip([*FEATURES, "score"], fitted.calibration, strict=True)
-                    },
-                    "offset": round(fitted.offset, 4),
-                    "answered_at": round(fitted.answered_at, 4),
-                    "fitted_on": "SQuAD dev articles 24-35 (squad_dev_part2 articles 0-11, held-out "
-                    f"{[a for a in range(12) if a % SQUAD_HELD_OUT_EVERY == SQUAD_HELD_OUT_EVERY - 1]} as "
-                    "unanswerable) and the even HotpotQA train100 questions; "
-                    "python -m research_tool.eval.fit_ranker --write",
-                },
-                indent=1,
-            )
-            + "\n"
-        )
-        ranker.load_model.cache_clear()
+        data = json.loads(ranker.WEIGHTS_FILE.read_text(encoding="utf-8"))
+        fitted_set = {
+            "weights": {f: round(float(v), 4) for f, v in zip(names, fitted.weights, strict=True)},
+            "calibration": {f: round(float(v), 4) for f, v in zip([*names, "score"], fitted.calibration, strict=True)},
+            "offset": round(fitted.offset, 4),
+            "answered_at": round(fitted.answered_at, 4),
+            "fitted_on": "SQuAD dev articles 24-35 (squad_dev_part2 articles 0-11, held-out "
+            f"{[a for a in range(12) if a % SQUAD_HELD_OUT_EVERY == SQUAD_HELD_OUT_EVERY - 1]} as "
+            "unanswerable) and the even HotpotQA train100 questions; "
+            "python -m research_tool.eval.fit_ranker --write" + (" --semantic" if args.semantic else ""),
+        }
+        if args.semantic:
+            data["semantic"] = fitted_set
+        else:
+            data = {**fitted_set, **({"semantic": data["semantic"]} if "semantic" in data else {})}
+        write_weights(data)
     if args.ablate:
-        for k, name in enumerate(FEATURES):
+        for k, name in enumerate(names):
             keep = [i for i in everything if i != k]
             r = report(qs, rows, keep, fit_model(qs, rows, keep))
             print(f"without {name}:", json.dumps({k2: v for k2, v in r.items() if k2.endswith("test")}))
@@ -505,12 +623,17 @@ def main(argv: list[str] | None = None) -> int:
         for rule in ["all", *sorted(RULES)]:
             rules = RULES if rule == "all" else RULES - {rule}
             figs = {
-                "squad": selection_figures(test("squad"), sources, rules),
-                "hotpotqa": selection_figures(test("hotpotqa"), sources, rules),
+                "squad": selection_figures(test("squad"), sources, rules, similarity),
+                "hotpotqa": selection_figures(test("hotpotqa"), sources, rules, similarity),
                 "howto": howto_figures(args.eval_dir, args.cache, rules, "test"),
             }
             print(f"rules without {rule}:", json.dumps(figs))
     return 0
+
+
+def write_weights(data: dict[str, Any]) -> None:
+    ranker.WEIGHTS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    ranker.load_model.cache_clear()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,16 @@ from research_tool.engines.text.facts import clean_statement, is_declarative
 from research_tool.engines.text.howto_queries import HOWTO_RE, actions, is_howto
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.keyphrases import query_words
-from research_tool.engines.text.ranker import Model, Sentence, features, load_model, matched
+from research_tool.engines.text.ranker import (
+    Model,
+    Sentence,
+    SentenceSimilarity,
+    encoded_candidates,
+    features,
+    load_model,
+    matched,
+    semantic_features,
+)
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.slots import required_slots, which_slot
 from research_tool.engines.text.tokens import QUESTION_WORDS, content_stems, is_stopword, stem, stem_set
@@ -426,9 +435,15 @@ def _named_in_question(text: str, intent: QuestionIntent) -> bool:
     return bool(stems) and stems <= intent.stems
 
 
-def rank_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc], model: Model | None = None) -> list[Candidate]:
-    """Every candidate with its ranker features, score and confidence (see `ranker`)."""
-    model = model or load_model()
+def rank_candidates(
+    intent: QuestionIntent,
+    docs: Sequence[SourceDoc],
+    model: Model | None = None,
+    similarity: SentenceSimilarity | None = None,
+) -> list[Candidate]:
+    """Every candidate with its ranker features, score and confidence (see `ranker`); with a `similarity`,
+    the semantic features too, scored by the lexical+semantic weight set."""
+    model = model or load_model(semantic=similarity is not None)
     pool = [c for d in docs for c in d.candidates]
     if not pool:
         return pool
@@ -460,6 +475,12 @@ def rank_candidates(intent: QuestionIntent, docs: Sequence[SourceDoc], model: Mo
                 )
             )
     values = features(intent.text, intent.weights, intent.name_stems, sentences)
+    if similarity is not None:
+        lexical = load_model()
+        chosen = encoded_candidates([lexical.score(f) for f in values])
+        cosines = similarity(intent.text, [pool[i].statement for i in chosen])
+        for f, extra in zip(values, semantic_features(dict(zip(chosen, cosines, strict=True)), len(pool)), strict=True):
+            f.update(extra)
     for c, f in zip(pool, values, strict=True):
         c.features = f
         c.score = model.score(f)
@@ -517,13 +538,16 @@ def select_answer(
     *,
     model: Model | None = None,
     rules: frozenset[str] = RULES,
+    similarity: SentenceSimilarity | None = None,
 ) -> AnswerSelection:
     """The ranker's best sentence leads when its confidence clears the fitted threshold; `rules` names the
-    special cases kept beside it (each measured with and without in docs/answer-selection.md)."""
-    model = model or load_model()
+    special cases kept beside it (each measured with and without in docs/answer-selection.md). `similarity`
+    (the `semantic` extra's sentence encoder, when the caller has it) adds the semantic features and selects
+    the weight set fitted with them."""
+    model = model or load_model(semantic=similarity is not None)
     intent = classify_question(question)
     docs = build_candidates(sources)
-    pool = rank_candidates(intent, docs, model)
+    pool = rank_candidates(intent, docs, model, similarity)
     if not pool and not any(d.signature for d in docs):
         return AnswerSelection([], None, False)
     if intent.answer_type == "yes_no" and "yes_no" in rules:

@@ -23,6 +23,16 @@ Every citable sentence is a candidate. Each feature says what it measures (all i
 - `bridge`: the sentence is such a link itself (it names another page of the pool, where the answer may be):
   its `bm25`, else 0.
 
+With a sentence similarity (the `semantic` extra's encoder, passed in as a `SentenceSimilarity`: engines load
+no model themselves) two more, for the lexical ranker's top `SEMANTIC_CANDIDATES` sentences only (the
+encoder's cost), 0 for the rest:
+
+- `semantic`: the cosine between the question and the sentence (below 0 counts as 0).
+- `semantic_best`: that cosine over the best one among the encoded sentences.
+
+There are two weight sets: `lexical` (the default engine, no encoder, no numpy) and `semantic` (used when a
+similarity is given), each fitted on the fit split with its own confidence model and threshold.
+
 `score` is the fitted linear combination (a listwise ranker: the weights maximise the probability the
 softmax over a question's candidates gives to the sentences holding the answer). `confidence` is a second
 fitted logistic model over the same features and the score: the probability that the sources answer the
@@ -38,7 +48,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -61,6 +71,10 @@ FEATURES: tuple[str, ...] = (
     "link",
     "bridge",
 )
+SEMANTIC_FEATURES: tuple[str, ...] = ("semantic", "semantic_best")
+SEMANTIC_CANDIDATES = 6  # sentences encoded per question: the lexical ranker's best ones (the encoder's cost)
+SentenceSimilarity = Callable[[str, Sequence[str]], Sequence[float]]
+"""(question, sentences) -> the cosine of the question with each sentence, in order."""
 K1 = 1.2
 B = 0.75
 PAIR_WINDOW = 2  # content words apart, at most, for a question pair to count as kept together
@@ -84,11 +98,14 @@ class Model:
         return sigmoid(linear + sum(w * features.get(name, 0.0) for name, w in self.calibration.items()))
 
 
-@lru_cache(maxsize=1)
-def load_model() -> Model:
-    data = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
+@lru_cache(maxsize=2)
+def load_model(semantic: bool = False) -> Model:
+    """The lexical weight set, or the lexical+semantic one (`semantic`; the lexical one when none is stored)."""
+    stored = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
+    data = stored.get("semantic", stored) if semantic else stored
+    names = (*FEATURES, *SEMANTIC_FEATURES) if semantic else FEATURES
     return Model(
-        weights={k: float(data["weights"].get(k, 0.0)) for k in FEATURES},
+        weights={k: float(data["weights"].get(k, 0.0)) for k in names},
         calibration={k: float(v) for k, v in data["calibration"].items()},
         offset=float(data["offset"]),
         answered_at=float(data["answered_at"]),
@@ -197,6 +214,21 @@ def features(
                 "bridge": b / best if s.bridge else 0.0,
             }
         )
+    return out
+
+
+def encoded_candidates(lexical_scores: Sequence[float], limit: int = SEMANTIC_CANDIDATES) -> list[int]:
+    """The positions of the sentences worth encoding: the lexical ranker's best `limit` (ties: earlier first)."""
+    return sorted(range(len(lexical_scores)), key=lambda i: (-lexical_scores[i], i))[:limit]
+
+
+def semantic_features(cosines: dict[int, float], size: int) -> list[dict[str, float]]:
+    """`semantic` and `semantic_best` of each of `size` candidates from the cosines of the encoded ones."""
+    best = max((max(0.0, c) for c in cosines.values()), default=0.0) or 1.0
+    out = []
+    for i in range(size):
+        cosine = max(0.0, cosines.get(i, 0.0))
+        out.append({"semantic": cosine, "semantic_best": cosine / best})
     return out
 
 
