@@ -9,48 +9,48 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+import pytest_asyncio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from research_tool.bench.wiki_replay import Page, running_wiki
 from research_tool.core.settings import PROVIDER_NAMES
 from tests.conftest import FOREIGN_ENV
 from tests.support.servers import serving_until_sigterm
 
-from .conftest import CLOSED_PORT_URL, OK_BODY, SlowWiki, free_socket
+from .conftest import CLOSED_PORT_URL, OK_BODY, free_socket
 
 MAX_CONNECTIONS = 20
 SLOW_CLIENTS = 40
 HEADER_TIMEOUT_S = 30.0  # far longer than the test: only room-making can let /healthz in
 WS_IDLE_TIMEOUT_S = 1.0
-Server = Callable[..., AbstractAsyncContextManager[str]]
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # the tests share one server
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Server:
-    @asynccontextmanager
-    async def serving(**settings: str) -> AsyncIterator[str]:
-        port = free_socket().getsockname()[1]
-        env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV and not k.startswith("RESEARCH_")}
-        env.update({f"RESEARCH_{n.upper()}_BASE_URL": CLOSED_PORT_URL for n in PROVIDER_NAMES if n != "local"})
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(tmp_path_factory: pytest.TempPathFactory, wiki_pages: list[Page]) -> AsyncIterator[str]:
+    """One server for the module (the tests change nothing the other reads): every search it makes hangs on a
+    replay that answers after 30 s, so a session sends nothing for a long while."""
+    root = tmp_path_factory.mktemp("connection_slots")
+    port = free_socket().getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV and not k.startswith("RESEARCH_")}
+    env.update({f"RESEARCH_{n.upper()}_BASE_URL": CLOSED_PORT_URL for n in PROVIDER_NAMES if n != "local"})
+    with running_wiki(delay_s=30.0, pages=wiki_pages) as (wiki_url, _):
         env.update(
-            RESEARCH_DATA_DIR=str(tmp_path / "data"),
+            RESEARCH_DATA_DIR=str(root / "data"),
             RESEARCH_LLM="offline",
             RESEARCH_CPU_WORKERS="0",
             RESEARCH_HEADER_TIMEOUT_S=str(HEADER_TIMEOUT_S),
             RESEARCH_MAX_CONNECTIONS=str(MAX_CONNECTIONS),
             RESEARCH_WS_IDLE_TIMEOUT_S=str(WS_IDLE_TIMEOUT_S),
-            **{f"RESEARCH_{k.upper()}": v for k, v in settings.items()},
+            RESEARCH_WIKIPEDIA_BASE_URL=wiki_url,
         )
-        async with serving_until_sigterm(env, tmp_path, port) as url:
+        async with serving_until_sigterm(env, root, port) as url:
             yield url
-
-    return serving
 
 
 async def slow_header_socket(port: int) -> asyncio.StreamWriter:
@@ -62,19 +62,19 @@ async def slow_header_socket(port: int) -> asyncio.StreamWriter:
 
 
 @pytest.mark.slow
-async def test_one_clients_slow_header_sockets_do_not_lock_out_healthz(server: Server) -> None:
-    async with server() as url:
-        port = int(url.rsplit(":", 1)[1])
-        held = [await slow_header_socket(port) for _ in range(SLOW_CLIENTS)]
-        try:
-            started = time.monotonic()
-            async with httpx.AsyncClient(trust_env=False) as client:
-                response = await client.get(f"{url}/healthz", timeout=HEADER_TIMEOUT_S)
-            assert response.status_code == 200
-            assert time.monotonic() - started < 5.0, "answered only once the slow sockets timed out"
-        finally:
-            for writer in held:
-                writer.close()
+async def test_one_clients_slow_header_sockets_do_not_lock_out_healthz(server: str) -> None:
+    url = server
+    port = int(url.rsplit(":", 1)[1])
+    held = [await slow_header_socket(port) for _ in range(SLOW_CLIENTS)]
+    try:
+        started = time.monotonic()
+        async with httpx.AsyncClient(trust_env=False) as client:
+            response = await client.get(f"{url}/healthz", timeout=HEADER_TIMEOUT_S)
+        assert response.status_code == 200
+        assert time.monotonic() - started < 5.0, "answered only once the slow sockets timed out"
+    finally:
+        for writer in held:
+            writer.close()
 
 
 async def drain(ws: ClientConnection) -> None:
@@ -84,16 +84,16 @@ async def drain(ws: ClientConnection) -> None:
 
 
 @pytest.mark.slow
-async def test_without_a_token_an_idle_websocket_is_closed(server: Server, slow_wiki: SlowWiki) -> None:
-    with slow_wiki(30.0) as (wiki_url, _):  # every search hangs: the session sends nothing for a long while
-        async with server(wikipedia_base_url=wiki_url) as url, httpx.AsyncClient(base_url=url, trust_env=False) as api:
-            started = await api.post("/api/research/start", json=OK_BODY)
-            assert started.status_code == 202, started.text
-            sid = started.json()["session_id"]
-            ws_url = url.replace("http://", "ws://", 1)
-            async with connect(f"{ws_url}/api/research/{sid}/ws?after=0") as ws:
-                opened = time.monotonic()
-                with pytest.raises(ConnectionClosed) as closed:
-                    await asyncio.wait_for(drain(ws), timeout=WS_IDLE_TIMEOUT_S + 10)
-                assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
-                assert time.monotonic() - opened < WS_IDLE_TIMEOUT_S + 8
+async def test_without_a_token_an_idle_websocket_is_closed(server: str) -> None:
+    url = server  # every search hangs: the session sends nothing for a long while
+    async with httpx.AsyncClient(base_url=url, trust_env=False) as api:
+        started = await api.post("/api/research/start", json=OK_BODY)
+        assert started.status_code == 202, started.text
+        sid = started.json()["session_id"]
+        ws_url = url.replace("http://", "ws://", 1)
+        async with connect(f"{ws_url}/api/research/{sid}/ws?after=0") as ws:
+            opened = time.monotonic()
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(drain(ws), timeout=WS_IDLE_TIMEOUT_S + 10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+            assert time.monotonic() - opened < WS_IDLE_TIMEOUT_S + 8

@@ -8,10 +8,10 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
+import pytest_asyncio
 
 from tests.conftest import FOREIGN_ENV
 from tests.support.servers import serving_until_sigterm
@@ -23,10 +23,13 @@ MAX_CONNECTIONS = 30
 SLOW_CLIENTS = 45
 TRICKLE_EVERY_S = 0.2  # the attack: one more header line this often, never the blank line that ends them
 BOUND_S = HEADER_TIMEOUT_S + 4.0  # generous: 2 shared cores
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # the tests share one server
 
 
-@pytest.fixture
-async def server_url(tmp_path: Path) -> AsyncIterator[str]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """One server for the module: each test ends with every connection it opened closed and /healthz answered."""
+    tmp_path = tmp_path_factory.mktemp("slow_clients")
     sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()
