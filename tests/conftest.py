@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from research_tool.core.settings import PROVIDER_NAMES, reset_settings_cache
+from research_tool.providers.local_corpus.onnx_encoder import ENCODER_CACHE_ENV
 from research_tool.providers.resilience.circuit_breaker import CIRCUIT_BREAKERS
 from research_tool.providers.resilience.rate_limiter import RATE_LIMITERS
 
@@ -29,6 +31,9 @@ FOREIGN_ENV: tuple[str, ...] = (
     "RESEARCH_API_TOKEN",
     "RESEARCH_LLM",
     "RESEARCH_OLLAMA_BASE_URL",
+    "RESEARCH_SEMANTIC_SEARCH",
+    "RESEARCH_ENCODER_DIR",
+    "RESEARCH_ENCODER_RUNTIME",
     *(f"RESEARCH_{name.upper()}_BASE_URL" for name in PROVIDER_NAMES),
     *(f"RESEARCH_{name.upper()}_RPS" for name in PROVIDER_NAMES),
 )
@@ -42,10 +47,18 @@ def reset_process_state() -> None:
     reset_settings_cache()
 
 
+@pytest.fixture(scope="session")
+def built_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the ONNX models the sentence encoder builds, shared by a session's tests: never the
+    user's cache folder."""
+    return tmp_path_factory.mktemp("encoder-models")
+
+
 @pytest.fixture(autouse=True)
-def isolated_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def isolated_process(monkeypatch: pytest.MonkeyPatch, built_models: Path) -> Iterator[None]:
     for name in FOREIGN_ENV:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(ENCODER_CACHE_ENV, str(built_models))
     reset_process_state()
     yield
     reset_process_state()

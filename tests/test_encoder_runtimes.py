@@ -39,17 +39,11 @@ REFERENCE = (0.755, 0.247)
 TOLERANCE = {"numpy": 0.005, "onnx": 0.005, "onnx-int8": 0.03}
 
 
-@pytest.fixture(scope="module")
-def built_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("encoder-models")
-
-
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch, built_models: Path) -> None:
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(ENCODER_DIR_ENV, raising=False)
     monkeypatch.delenv(ENCODER_RUNTIME_ENV, raising=False)
-    monkeypatch.setenv(ENCODER_CACHE_ENV, str(built_models))
 
 
 _LOADED: dict[str, SentenceEncoder] = {}

@@ -24,22 +24,14 @@ from research_tool.providers.local_corpus.embeddings import (
 )
 from research_tool.providers.local_corpus.hybrid import HybridIndex, open_corpus_index
 from research_tool.providers.local_corpus.index import CorpusIndex
-from research_tool.providers.local_corpus.onnx_encoder import ENCODER_CACHE_ENV
 from research_tool.providers.local_corpus.vectors import mix_scores, zscores
 
 
-@pytest.fixture(scope="session")
-def built_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One folder for the ONNX models the encoder builds, shared by the session's tests (never the user's cache)."""
-    return tmp_path_factory.mktemp("encoder-models")
-
-
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch, built_models: Path) -> None:
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(ENCODER_DIR_ENV, raising=False)
     monkeypatch.delenv(embeddings.ENCODER_RUNTIME_ENV, raising=False)
-    monkeypatch.setenv(ENCODER_CACHE_ENV, str(built_models))
 
 
 REASON = unavailable_reason(allow_download=False)
