@@ -42,6 +42,7 @@ from research_tool.engines.text.tokens import content_stems
 from research_tool.eval.multihop import DEFAULT_EVAL_DIR, doc_id, load_hotpotqa
 from research_tool.models.entities import SourceResult
 from research_tool.models.request import ResearchRequest
+from research_tool.providers.local_corpus.hybrid import open_corpus_index
 from research_tool.providers.local_corpus.index import CorpusHit, CorpusIndex
 from research_tool.runtime.composition import open_research_services
 
@@ -294,7 +295,9 @@ async def run_reports(
     settings = Settings(
         data_dir=work / answer_set.name / "run", max_concurrent_sessions=concurrency, semantic_search=semantic
     )
-    index = CorpusIndex(settings.db_path("local_index.db"))
+    # The index the local provider opens, vectors included with --semantic: encoded here, before the sessions,
+    # as a user runs `index --semantic` on a folder first (else the first searches wait on the encoding).
+    index = open_corpus_index(settings.db_path("local_index.db"), semantic=semantic)
     await index.index_folder(answer_set.corpus)
     with _capturing(captured):
         return await _run_reports(answer_set, items, settings)
