@@ -9,11 +9,9 @@ from collections.abc import Sequence
 import pytest
 
 from research_tool.engines.base import NumberedSource, SynthesisInput
-from research_tool.engines.text import answering
 from research_tool.engines.text.answering import (
     RULES,
     build_candidates,
-    chain_lead,
     classify_question,
     rank_candidates,
     select_answer,
@@ -23,7 +21,6 @@ from research_tool.engines.text.ranker import (
     FEATURES,
     SEMANTIC_CANDIDATES,
     SEMANTIC_FEATURES,
-    Model,
     bm25_scores,
     load_model,
 )
@@ -161,61 +158,6 @@ def test_a_lead_naming_only_its_own_page_subject_hands_over_to_the_sentence_with
     assert selection.answered
     assert selection.sentences[0].statement.startswith("Her godfather was the shipwright Tomas Hald")
     assert selection.short_answer != "Orla Venn"
-
-
-def two_pages() -> list[NumberedSource]:
-    """A chain: the hall's page names the architect, whose own page holds the answer."""
-    pages = [
-        ("Merrow Hall", "Merrow Hall is a concert venue in Dunmore designed by the architect Ilse Varga."),
-        (
-            "Ilse Varga",
-            "Ilse Varga was an Austrian architect of public buildings, born in Graz. "
-            "She studied in Vienna from 1920 and taught there until 1968.",
-        ),
-    ]
-    return [
-        NumberedSource(
-            n=n, source=SourceResult(url=f"file:///{n}.txt", title=title, source_name="local", full_content=text)
-        )
-        for n, (title, text) in enumerate(pages, start=1)
-    ]
-
-
-CHAIN_QUESTION = "Where was the Austrian architect of public buildings who designed Merrow Hall born?"
-
-
-def test_the_multihop_weight_set_ranks_with_its_own_weights_and_answers_with_the_lexical_confidence() -> None:
-    lexical, multihop = load_model(), load_model(multihop=True)
-    assert set(multihop.weights) == set(FEATURES)
-    assert multihop.weights != lexical.weights
-    assert (multihop.calibration, multihop.offset, multihop.answered_at) == (
-        lexical.calibration,
-        lexical.offset,
-        lexical.answered_at,
-    )
-
-
-def test_a_sentence_reached_through_another_page_is_a_chain_lead() -> None:
-    pool = rank_candidates(classify_question(CHAIN_QUESTION), build_candidates(two_pages()))
-    chained = {c.statement for c in pool if chain_lead(c)}
-    assert "Ilse Varga was an Austrian architect of public buildings, born in Graz." in chained
-    assert not any(c.statement.startswith("Merrow Hall") for c in pool if chain_lead(c))
-
-
-def test_a_chain_lead_is_re_ranked_by_the_multihop_weights_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    packaged = answering.load_model
-    not_openings = Model(weights={"opening": -5.0, "link": 1.0}, calibration={}, offset=0.0, answered_at=2.0)
-
-    def models(semantic: bool = False, multihop: bool = False) -> Model:
-        return not_openings if multihop else packaged(semantic=semantic)
-
-    monkeypatch.setattr(answering, "load_model", models)
-    lexical = select_answer(CHAIN_QUESTION, two_pages(), rules=RULES - {"multihop"})
-    assert lexical.answered
-    assert lexical.sentences[0].statement.endswith("born in Graz.")
-    chained = select_answer(CHAIN_QUESTION, two_pages())
-    assert chained.answered  # the lexical lead's confidence decides, not the multi-hop set's threshold
-    assert chained.sentences[0].statement.startswith("She studied in Vienna")
 
 
 LIGHTHOUSE = "The Vesk lighthouse was built in 1874 by the harbour board."

@@ -15,8 +15,6 @@
 
 `--semantic`: the same for the lexical+semantic weight set (the `semantic` extra's encoder: every candidate's
 cosine with its question is computed once and cached under DIR); it is written beside the lexical one.
-`--multihop`: the multi-hop ranking weights, fitted on the even HotpotQA questions only (written under
-`multihop`; `select_answer` re-ranks with them when the lexical lead is a chain link's page).
 `--captured FILE [--semantic]`: `select_answer` on the runner's captured pools (`answers --capture FILE`), by
 part, with the BM25 baseline on the same sources and how often the gold sentence is among the candidates.
 """
@@ -555,11 +553,6 @@ def main(argv: list[str] | None = None) -> int:
         help="only score select_answer on these captured runner pools (answers --capture FILE), by part",
     )
     parser.add_argument(
-        "--multihop",
-        action="store_true",
-        help="fit the multi-hop ranking weights on the even HotpotQA questions only (lexical features)",
-    )
-    parser.add_argument(
         "--semantic",
         action="store_true",
         help="the lexical+semantic weight set (the `semantic` extra's encoder): fit, ablate, calibrate, write",
@@ -596,9 +589,6 @@ def main(argv: list[str] | None = None) -> int:
     qs = questions(args.eval_dir)
     sources = pools(qs, args.eval_dir, args.cache)
     rows = feature_rows(qs, sources, args.cache)
-    if args.multihop:
-        fit_multihop(qs, rows, args.write)
-        return 0
     if args.semantic:
         rows = with_semantic(qs, rows, cosines(qs, sources, args.cache))
     everything = list(range(len(names)))
@@ -621,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.semantic:
             data["semantic"] = fitted_set
         else:
-            data = {**fitted_set, **{k: data[k] for k in ("semantic", "multihop") if k in data}}
+            data = {**fitted_set, **({"semantic": data["semantic"]} if "semantic" in data else {})}
         write_weights(data)
     if args.ablate:
         for k, name in enumerate(names):
@@ -639,36 +629,6 @@ def main(argv: list[str] | None = None) -> int:
             }
             print(f"rules without {rule}:", json.dumps(figs))
     return 0
-
-
-def fit_multihop(qs: Sequence[Question], rows: dict[str, Any], write: bool) -> None:
-    """The multi-hop ranking weights: the listwise ranker fitted on the fit part's HotpotQA questions only
-    (`select_answer` uses them when the lexical lead is a chain link's page). Prints the top-sentence figure
-    on the cached pools, the packaged lexical weights beside it."""
-    keep = list(range(len(FEATURES)))
-    w = fit_listwise([q for q in qs if q.set == "hotpotqa" and q.part == "fit"], rows, keep)
-    lexical = np.array([ranker.load_model().weights[f] for f in FEATURES])
-    print("multihop weights:", {f: round(float(v), 3) for f, v in zip(FEATURES, w, strict=True)})
-    for part in ("fit", "test"):
-        sub = [q for q in qs if q.set == "hotpotqa" and q.part == part and q.item.kind != "yes_no" and q.item.answers]
-        for name, weights in (("multihop", w), ("lexical", lexical)):
-            hits = [_top_holds_gold(rows[q.item.id], weights) for q in sub]
-            print(f"hotpotqa/{part} top sentence, {name} weights: {_mean(hits)} ({sum(hits)} of {len(hits)})")
-    if write:
-        data = json.loads(ranker.WEIGHTS_FILE.read_text(encoding="utf-8"))
-        data["multihop"] = {
-            "weights": {f: round(float(v), 4) for f, v in zip(FEATURES, w, strict=True)},
-            "fitted_on": "the even HotpotQA train100 questions only; python -m research_tool.eval.fit_ranker "
-            "--multihop --write",
-            "used_when": "the lexical lead's `link` feature is set (answering.chain_lead); the lexical "
-            "confidence decides `answered`",
-        }
-        write_weights(data)
-
-
-def _top_holds_gold(row: dict[str, Any], weights: np.ndarray) -> bool:
-    x = np.asarray(row["x"], dtype=float)
-    return bool(len(x)) and bool(row["y"][int(np.argmax(x @ weights))])
 
 
 def write_weights(data: dict[str, Any]) -> None:

@@ -485,30 +485,11 @@ def rank_candidates(
         c.features = f
         c.score = model.score(f)
         c.confidence = model.confidence(f, c.score)
-    _set_shares(pool)
-    return pool
-
-
-def _set_shares(pool: Sequence[Candidate]) -> None:
-    """Each candidate's softmax share of the pool's scores (its odds of holding the answer)."""
     top = max(c.score for c in pool)
     mass = sum(math.exp(c.score - top) for c in pool)
     for c in pool:
         c.share = math.exp(c.score - top) / mass
-
-
-def chain_lead(lead: Candidate) -> bool:
-    """The lead reaches its page through another page's sentence that names it (`link`): a chain question,
-    re-ranked by the multi-hop weights."""
-    return lead.features.get("link", 0.0) > 0.0
-
-
-def _rescored(pool: Sequence[Candidate], model: Model) -> list[Candidate]:
-    """The pool ranked by `model`'s weights (scores and shares; each confidence stays as it was)."""
-    for c in pool:
-        c.score = model.score(c.features)
-    _set_shares(pool)
-    return sorted(pool, key=lambda c: (-c.score, c.n, c.index))
+    return pool
 
 
 def _link(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate]) -> None:
@@ -537,7 +518,7 @@ def _link(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidat
 SHORT_SHARE = 0.5  # a short answer only from a lead the ranker gives at least even odds (precise or null)
 BODY_SHARE = 0.1  # after the lead: sentences the ranker gives at least a one-in-ten chance of holding the answer
 RULES: frozenset[str] = frozenset(
-    ["yes_no", "howto_lead", "choice", "multihop", "second_hop", "support", "short_answer", "body_floor"]
+    ["yes_no", "howto_lead", "choice", "second_hop", "support", "short_answer", "body_floor"]
 )
 
 
@@ -581,12 +562,8 @@ def select_answer(
         return AnswerSelection([], None, False)
     lead = ranked[0]
     if lead.confidence < model.answered_at or not _states_the_compared(intent, lead):
-        return _not_answered(ranked)
-    if "multihop" in rules and similarity is None and chain_lead(lead):
-        ranked = _rescored(pool, load_model(multihop=True))  # answered stays the lexical lead's decision
-        lead = ranked[0]
-        if not _states_the_compared(intent, lead):
-            return _not_answered(ranked)
+        closest = list({c.statement: c for c in reversed(ranked[:4])}.values())[::-1][:2]  # one of each
+        return AnswerSelection([], None, False, closest=closest)
     hop = _second_hop(lead, pool, {d.n: d.title_key for d in docs}) if "second_hop" in rules else None
     if hop is not None:
         lead = hop
@@ -604,11 +581,6 @@ def select_answer(
     precise = lead.filler is not None and lead.share >= SHORT_SHARE and _complete_span(span, intent.answer_type)
     short = span if "short_answer" in rules and precise else None
     return AnswerSelection(chosen, short, True, span=span)
-
-
-def _not_answered(ranked: Sequence[Candidate]) -> AnswerSelection:
-    closest = list({c.statement: c for c in reversed(ranked[:4])}.values())[::-1][:2]  # one of each
-    return AnswerSelection([], None, False, closest=closest)
 
 
 _SPAN_JOINERS = frozenset(["of", "and", "the", "de", "von", "van", "du", "la", "le", "da", "del", "der", "&"])

@@ -31,10 +31,7 @@ encoder's cost), 0 for the rest:
 - `semantic_best`: that cosine over the best one among the encoded sentences.
 
 There are two weight sets: `lexical` (the default engine, no encoder, no numpy) and `semantic` (used when a
-similarity is given), each fitted on the fit split with its own confidence model and threshold. A third set of
-ranking weights, `multihop`, fitted on the fit split's multi-hop questions only, re-ranks a lexical pool whose
-lead reaches its page through another page (its `link` feature is set: a chain question); it has no confidence
-model of its own, the lexical lead's confidence decides `answered` (`answering.select_answer`).
+similarity is given), each fitted on the fit split with its own confidence model and threshold.
 
 `score` is the fitted linear combination (a listwise ranker: the weights maximise the probability the
 softmax over a question's candidates gives to the sentences holding the answer). `confidence` is a second
@@ -101,17 +98,14 @@ class Model:
         return sigmoid(linear + sum(w * features.get(name, 0.0) for name, w in self.calibration.items()))
 
 
-@lru_cache(maxsize=3)
-def load_model(semantic: bool = False, multihop: bool = False) -> Model:
-    """The lexical weight set, or the lexical+semantic one (`semantic`; the lexical one when none is stored).
-    `multihop`: the lexical features scored by the multi-hop ranking weights (the lexical ones when none are
-    stored), with the lexical confidence model and threshold."""
+@lru_cache(maxsize=2)
+def load_model(semantic: bool = False) -> Model:
+    """The lexical weight set, or the lexical+semantic one (`semantic`; the lexical one when none is stored)."""
     stored = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
     data = stored.get("semantic", stored) if semantic else stored
     names = (*FEATURES, *SEMANTIC_FEATURES) if semantic else FEATURES
-    ranking = stored.get("multihop", data) if multihop and not semantic else data
     return Model(
-        weights={k: float(ranking["weights"].get(k, 0.0)) for k in names},
+        weights={k: float(data["weights"].get(k, 0.0)) for k in names},
         calibration={k: float(v) for k, v in data["calibration"].items()},
         offset=float(data["offset"]),
         answered_at=float(data["answered_at"]),
