@@ -23,10 +23,10 @@ import pytest
 from research_tool.bench.wiki_replay import Page, running_wiki
 from research_tool.core.settings import PROVIDER_NAMES
 from tests.conftest import FOREIGN_ENV
+from tests.support.servers import until_healthy
 
 from .conftest import CLOSED_PORT_URL, OK_BODY, free_socket, sse_events
 
-START_TIMEOUT_S = 30.0
 QUESTIONS = (
     "How do I run a subprocess with a timeout and capture its output?",
     "How do I read and write JSON files with the json module?",
@@ -76,17 +76,13 @@ def uvicorn_process(env: dict[str, str], cwd: Path, port: int) -> Iterator[subpr
 
 @asynccontextmanager
 async def client_when_healthy(process: subprocess.Popen[bytes], port: int) -> AsyncIterator[httpx.AsyncClient]:
+    def exited() -> str | None:
+        if process.poll() is None:
+            return None
+        return (process.stderr.read() if process.stderr else b"").decode()[-3000:]
+
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30, trust_env=False) as client:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert process.poll() is None, (process.stderr.read() if process.stderr else b"").decode()[-3000:]
-            try:
-                if (await client.get("/healthz")).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not come up"
-            await asyncio.sleep(0.05)
+        await until_healthy(client, "", exited)
         yield client
 
 

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -65,6 +65,24 @@ async def first_healthy(servers: dict[int, subprocess.Popen[bytes]]) -> int:
     raise AssertionError("no server came up")
 
 
+async def until_healthy(
+    client: httpx.AsyncClient, url: str, exited: Callable[[], str | None], timeout_s: float = START_TIMEOUT_S
+) -> None:
+    """Poll `url`/healthz until it answers 200. Fails with what `exited()` says once the server has gone (None
+    while it runs), or when `timeout_s` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        gone = exited()
+        assert gone is None, gone
+        try:
+            if (await client.get(f"{url}/healthz", timeout=2)).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "the server did not come up"
+        await asyncio.sleep(0.05)
+
+
 @asynccontextmanager
 async def serving_until_sigterm(env: dict[str, str], cwd: Path, port: int) -> AsyncIterator[str]:
     """`serve` started with asyncio, its URL once /healthz answers 200 (60 s at most), then SIGTERM (and a kill
@@ -75,17 +93,8 @@ async def serving_until_sigterm(env: dict[str, str], cwd: Path, port: int) -> As
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
         async with httpx.AsyncClient(trust_env=False) as client:
-            while True:
-                assert process.returncode is None, "the server exited"
-                try:
-                    if (await client.get(f"{url}/healthz", timeout=2)).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not start"
-                await asyncio.sleep(0.05)
+            await until_healthy(client, url, lambda: None if process.returncode is None else "the server exited", 60)
         yield url
     finally:
         process.send_signal(signal.SIGTERM)
