@@ -28,12 +28,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import random
 import statistics
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +41,13 @@ import numpy.typing as npt
 
 from research_tool.engines.llm import LLMLimits
 from research_tool.engines.prompt_templates import truncate
+from research_tool.engines.text import ranker
 from research_tool.engines.text.facts import extract_facts
 from research_tool.engines.text.passages import Span, best_within, cut_passages
 from research_tool.engines.text.tokens import content_stems
 from research_tool.models.entities import SourceResult
 from research_tool.providers.local_corpus.embeddings import load_encoder
+from research_tool.providers.local_corpus.vectors import zscores
 
 DEFAULT_EVAL_DIR = Path(__file__).resolve().parents[4].parent / "shared" / "eval"
 LLM_BUDGET = LLMLimits().max_source_chars
@@ -124,28 +124,10 @@ LOADERS: dict[str, tuple[str, Callable[[Path], list[Page]]]] = {
 # --- passages and their scores ---------------------------------------------------------------------------------
 
 
-def bm25_scores(question: str, passages: Sequence[str], k1: float = 1.2, b: float = 0.75) -> npt.NDArray[np.float64]:
-    """BM25 of each passage for the question, with document frequencies over the page's own passages."""
-    docs = [Counter(content_stems(p)) for p in passages]
-    lengths = [sum(d.values()) for d in docs]
-    average = statistics.fmean(lengths) if lengths else 1.0
-    df = Counter(term for d in docs for term in d)
-    n = len(docs)
-    scores = np.zeros(n)
-    for term in set(content_stems(question)):
-        if term not in df:
-            continue
-        idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-        for i, d in enumerate(docs):
-            tf = d.get(term, 0)
-            if tf:
-                scores[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[i] / max(average, 1.0)))
-    return scores
-
-
-def zscores(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    spread = float(values.std())
-    return (values - values.mean()) / spread if spread > 1e-9 else np.zeros_like(values)
+def bm25_scores(question: str, passages: Sequence[str]) -> npt.NDArray[np.float64]:
+    """BM25 of each passage for the question, with document frequencies over the page's own passages (the
+    answer ranker's BM25, ranker.bm25_scores)."""
+    return np.asarray(ranker.bm25_scores(content_stems(question), [content_stems(p) for p in passages]))
 
 
 # --- evidence recall -------------------------------------------------------------------------------------------
@@ -257,7 +239,7 @@ class Scored:
     cosine: npt.NDArray[np.float64]
 
     def mixed(self, weight: float) -> npt.NDArray[np.float64]:
-        return (1 - weight) * zscores(self.bm25) + weight * zscores(self.cosine)
+        return (1 - weight) * np.asarray(zscores(list(self.bm25))) + weight * np.asarray(zscores(list(self.cosine)))
 
 
 def score_pages(pages: Sequence[Page], encoder: CachedEncoder) -> list[Scored]:
