@@ -1,0 +1,192 @@
+"""How-to answers: the call signature of the API page that best covers the question leads, then one prose
+sentence per part (aspect) of the question; the short answer is the API call. Also the API-name matching the
+source ranking uses (`api_title_match`): an identifier's dotted and camel-case parts spell question terms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from research_tool.engines.text.howto_queries import actions
+from research_tool.engines.text.question_intent import QuestionIntent, classify_question, coverage, idf_weights
+from research_tool.engines.text.ranker import matched
+from research_tool.engines.text.tokens import stem, stem_set
+
+if TYPE_CHECKING:
+    from research_tool.engines.text.answering import Candidate, SourceDoc
+
+MIN_IDENTIFIER_PART = 3  # "csv", "log", "dict": shorter parts ("re", "os") match nothing on their own
+API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name covers this much of the question
+ACTION_NAME_BONUS = 0.3  # how-to: an API whose own name (its last part) is the action the question asks for
+CODE_BONUS = 0.25  # how-to: a sentence with a code-like span
+ANSWERED_MIN_COVERAGE = 0.5  # how-to: the chosen sentences cover this much of the question
+_API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
+CODE_SPAN_RE = re.compile(
+    r"`[^`\n]+`|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b\w+\(|\b[a-z_]+=|\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b"
+)
+
+
+@dataclass(frozen=True)
+class HowtoAnswer:
+    sentences: list[Candidate]  # in answer order; when not answered, the closest
+    api: str | None  # the API call, the short answer
+    answered: bool
+
+
+def identifier_matched(terms: Iterable[str], identifier: str) -> frozenset[str]:
+    """The question terms an API name spells out: its dotted and camel-case parts match a term they
+    abbreviate or contain ("dict" ~ "dictionary", "reader" ~ "read", "fromisoformat" ~ "iso"), besides the
+    usual stem match."""
+    parts = stem_set(identifier)
+    pieces = {p for p in parts if len(p) >= MIN_IDENTIFIER_PART and "." not in p}
+    terms = list(terms)
+    out = set(matched(terms, parts))
+    for term in terms:
+        if len(term) >= MIN_IDENTIFIER_PART and any(term.startswith(p) or term in p for p in pieces):
+            out.add(term)
+    return frozenset(out)
+
+
+def api_name(title: str) -> str | None:
+    """The code identifier a page's title names ("csv.DictReader — ..." -> "csv.DictReader"), if any."""
+    match = _API_NAME_RE.match(title)
+    return match.group(1).rstrip("(") if match else None
+
+
+@lru_cache(maxsize=64)
+def _cached_intent(question: str) -> QuestionIntent:
+    return classify_question(question)
+
+
+def api_title_match(question: str, title: str) -> float:
+    """For a how-to question: the weighted share of the question's terms that an API page's name spells
+    out (0 for any other question, or a title that names no API)."""
+    name = api_name(title)
+    if name is None:
+        return 0.0
+    intent = _cached_intent(question)
+    if intent.answer_type != "howto" or name is None or not intent.weights:
+        return 0.0
+    found = identifier_matched(intent.weights, name)
+    return sum(intent.weights[k] for k in found) / sum(intent.weights.values())
+
+
+def action_name_bonus(intent: QuestionIntent, name: str, said: frozenset[str]) -> float:
+    """How-to: a bonus for an API named for the question's action ("split a command string" -> `shlex.split`,
+    "write rows to a CSV file" -> `csv.writer`), judged on the name's last part, the function itself, when
+    its page (`said`: its name's and sentences' stems) also names something the action is done to."""
+    verbs = {stem(v) for v in actions(intent.text)}
+    last = name.rsplit(".", 1)[-1]
+    if not verbs or not identifier_matched(verbs, last) or not _names_the_act(verbs, last):
+        return 0.0
+    objects = [k for k in intent.weights if k not in verbs]
+    return ACTION_NAME_BONUS if matched(objects, said) or identifier_matched(objects, name) else 0.0
+
+
+def _names_the_act(verbs: Iterable[str], last: str) -> bool:
+    """A part of the name opens with the action ("cancel", "split", "writer"), and is no state or progress
+    of it: `cancelled()` and `cancelling()` ask about the act, `uncancel()` undoes it."""
+    pieces = [p for p in re.split(r"_|(?<=[a-z])(?=[A-Z])", last) if p]
+    return any(
+        piece.casefold().startswith(v) and not piece.casefold().endswith(("ed", "ing"))
+        for v in verbs
+        for piece in pieces
+    )
+
+
+def howto_answer(
+    intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate], max_sentences: int
+) -> HowtoAnswer:
+    """Lead with the call signature of the page that best covers the question, then one sentence per aspect."""
+    weights = idf_weights(intent, pool)
+
+    def doc_score(doc: SourceDoc) -> float:
+        best = max((c.coverage for c in doc.candidates), default=0.0)
+        name = api_name(doc.title)
+        if name is None:
+            title = coverage(
+                stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
+            )
+            return best + title
+        # an API page answers through its name or through its prose (its title's summary is prose too):
+        # a page holding only a signature and a member list, whose name spells the question out, competes
+        # with one that explains more but whose name says less
+        named = identifier_matched(weights, name)
+        if doc.signature is not None:  # its parameters name what it does too ("default_factory")
+            named |= matched(weights, doc.signature.stems)
+        title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
+        said = frozenset().union(*(c.stems for c in doc.candidates))
+        return max(best, title) + action_name_bonus(intent, name, said)
+
+    with_signature = [d for d in docs if d.signature is not None]
+    chosen: list[Candidate] = []
+    lead_doc = max(with_signature, key=doc_score) if with_signature else None
+    if lead_doc is not None and lead_doc.signature is not None and doc_score(lead_doc) >= 0.3:
+        chosen.append(lead_doc.signature)
+    # by prose sentences (a signature names parameters; it explains nothing), and by the leading API's own
+    # name: the next sentence need not say again what the name says (`log_message` for "log messages")
+    covered: set[str] = set(_said_by_name(intent, chosen[0], lead_doc)) if chosen else set()
+    pending = [set(a) for a in intent.aspects]
+    while pending and len(chosen) < max_sentences:
+        # the next unfilled aspect: what no chosen prose sentence has covered yet
+        aspect = frozenset(pending[0] - matched(pending[0], frozenset(covered)))
+        if not aspect:
+            pending.pop(0)
+            continue
+        aspect_weights = {k: weights.get(k, 1.0) for k in aspect}
+        best = max(
+            (c for c in pool if c not in chosen),
+            key=lambda c: (
+                coverage(c.stems, c.context, aspect_weights)
+                + (CODE_BONUS if c.filler else 0.0)
+                + 0.5 * c.confidence
+                + (0.15 if lead_doc is not None and c.n == lead_doc.n else 0.0)
+            ),
+            default=None,
+        )
+        if best is None or coverage(best.stems, best.context, aspect_weights) <= 0:
+            pending.pop(0)  # nothing more in the sources for this aspect
+            continue
+        chosen.append(best)
+        covered |= best.stems
+    if len(chosen) == 1 and chosen[0].signature and lead_doc is not None:
+        # its name said it all: the page's own best sentence explains the call
+        own = max((c for c in pool if c.n == lead_doc.n and not c.signature), key=lambda c: c.score, default=None)
+        chosen += [own] if own is not None else []
+    if not chosen:
+        return HowtoAnswer([], None, False)
+    api = _api_name(chosen[0], lead_doc, intent)
+    for c in chosen:
+        covered |= c.stems | c.context  # a page's title (the API's name) is part of what it says
+    found = matched(intent.weights, frozenset(covered))
+    for c in chosen:
+        name = api_name(c.statement) if c.signature else None
+        found |= identifier_matched(intent.weights, name) if name else frozenset()
+    answered = sum(intent.weights[k] for k in found) / max(1e-9, sum(intent.weights.values())) >= ANSWERED_MIN_COVERAGE
+    if not answered:
+        return HowtoAnswer(chosen[:2], None, False)
+    return HowtoAnswer(chosen, api, True)
+
+
+def _said_by_name(intent: QuestionIntent, lead: Candidate, doc: SourceDoc | None) -> frozenset[str]:
+    """The question terms the leading API's name spells ("logkit.log_message" -> log, message)."""
+    name = api_name(doc.title) if lead.signature and doc is not None else None
+    return identifier_matched(intent.weights, name) if name else frozenset()
+
+
+def _api_name(lead: Candidate, doc: SourceDoc | None, intent: QuestionIntent | None = None) -> str | None:
+    """The API call: a signature shortened to its name and the parameters the question asks about."""
+    if lead.signature:
+        name, _, params = lead.statement.partition("(")
+        asked = [
+            p.split("=")[0].strip(" *")
+            for p in params.rstrip(")").split(",")
+            if intent is not None and stem_set(p.split("=")[0].replace("_", " ")) & intent.stems
+        ]
+        return f"{name.removeprefix('class ').strip()}({', '.join(f'{a}=...' for a in asked[:2]) or '...'})"
+    spans = [m.group(0).strip("`(") for m in CODE_SPAN_RE.finditer(lead.statement)]
+    return spans[0] if spans else (doc.title if doc else None)
