@@ -24,6 +24,9 @@ API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name
 ACTION_NAME_BONUS = 0.3  # how-to: an API whose own name (its last part) is the action the question asks for
 CODE_BONUS = 0.25  # how-to: a sentence with a code-like span
 ANSWERED_MIN_COVERAGE = 0.5  # how-to: the chosen sentences cover this much of the question
+SIGNATURE_MIN_SCORE = 0.3  # a page's call signature leads only when the page covers this much (`_page_score`)
+CONFIDENCE_SHARE = 0.5  # an aspect's sentence: the ranker's confidence counts this much beside its coverage
+LEAD_PAGE_BONUS = 0.15  # an aspect's sentence from the leading API's own page
 _API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
 CODE_SPAN_RE = re.compile(
     r"`[^`\n]+`|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b\w+\(|\b[a-z_]+=|\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b"
@@ -101,37 +104,73 @@ def _names_the_act(verbs: Iterable[str], last: str) -> bool:
 def howto_answer(
     intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate], max_sentences: int
 ) -> HowtoAnswer:
-    """Lead with the call signature of the page that best covers the question, then one sentence per aspect."""
+    """Lead with the call signature of the page that best covers the question, then one sentence per aspect;
+    answered when the chosen sentences (and the API's name) state enough of the question."""
     weights = idf_weights(intent, pool)
+    lead_doc = _lead_page(intent, docs, weights)
+    chosen = [lead_doc.signature] if lead_doc is not None and lead_doc.signature is not None else []
+    # the question terms the leading API's name spells out ("logkit.log_message": log, message)
+    named = _said_by_name(intent, chosen[0], lead_doc) if chosen else frozenset()
+    chosen += _aspect_sentences(intent, pool, weights, chosen, named, lead_doc, max_sentences)
+    if len(chosen) == 1 and chosen[0].signature and lead_doc is not None:
+        # its name said it all: the page's own best sentence explains the call
+        own = max((c for c in pool if c.n == lead_doc.n and not c.signature), key=lambda c: c.score, default=None)
+        chosen += [own] if own is not None else []
+    if not chosen:
+        return HowtoAnswer([], None, False)
+    if not _states_the_question(intent, chosen, named):
+        return HowtoAnswer(chosen[:2], None, False)
+    return HowtoAnswer(chosen, _api_name(chosen[0], lead_doc, intent), True)
 
-    def doc_score(doc: SourceDoc) -> float:
-        best = max((c.coverage for c in doc.candidates), default=0.0)
-        name = api_name(doc.title)
-        if name is None:
-            title = coverage(
-                stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
-            )
-            return best + title
-        # an API page answers through its name or through its prose (its title's summary is prose too):
-        # a page holding only a signature and a member list, whose name spells the question out, competes
-        # with one that explains more but whose name says less
-        named = identifier_matched(weights, name)
-        if doc.signature is not None:  # its parameters name what it does too ("default_factory")
-            named |= matched(weights, doc.signature.stems)
-        title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
-        said = frozenset().union(*(c.stems for c in doc.candidates))
-        return max(best, title) + action_name_bonus(intent, name, said)
 
+def _lead_page(intent: QuestionIntent, docs: Sequence[SourceDoc], weights: dict[str, float]) -> SourceDoc | None:
+    """The page whose call signature leads: of the pages with one, the best by `_page_score`, when it reaches
+    `SIGNATURE_MIN_SCORE`."""
     with_signature = [d for d in docs if d.signature is not None]
-    chosen: list[Candidate] = []
-    lead_doc = max(with_signature, key=doc_score) if with_signature else None
-    if lead_doc is not None and lead_doc.signature is not None and doc_score(lead_doc) >= 0.3:
-        chosen.append(lead_doc.signature)
-    # by prose sentences (a signature names parameters; it explains nothing), and by the leading API's own
-    # name: the next sentence need not say again what the name says (`log_message` for "log messages")
-    covered: set[str] = set(_said_by_name(intent, chosen[0], lead_doc)) if chosen else set()
+    if not with_signature:
+        return None
+    best = max(with_signature, key=lambda d: _page_score(intent, d, weights))
+    return best if _page_score(intent, best, weights) >= SIGNATURE_MIN_SCORE else None
+
+
+def _page_score(intent: QuestionIntent, doc: SourceDoc, weights: dict[str, float]) -> float:
+    """How well a page answers a how-to question: its best sentence's coverage, or the share of the question
+    its API name (and signature's parameters) spell out, plus the action-name bonus."""
+    best = max((c.coverage for c in doc.candidates), default=0.0)
+    name = api_name(doc.title)
+    if name is None:
+        title = coverage(
+            stem_set(doc.title) | (doc.signature.stems if doc.signature else frozenset()), frozenset(), weights
+        )
+        return best + title
+    # an API page answers through its name or through its prose (its title's summary is prose too):
+    # a page holding only a signature and a member list, whose name spells the question out, competes
+    # with one that explains more but whose name says less
+    named = identifier_matched(weights, name)
+    if doc.signature is not None:  # its parameters name what it does too ("default_factory")
+        named |= matched(weights, doc.signature.stems)
+    title = sum(weights[k] for k in named) / max(1e-9, sum(weights.values()))
+    said = frozenset().union(*(c.stems for c in doc.candidates))
+    return max(best, title) + action_name_bonus(intent, name, said)
+
+
+def _aspect_sentences(
+    intent: QuestionIntent,
+    pool: list[Candidate],
+    weights: dict[str, float],
+    chosen: list[Candidate],
+    named: frozenset[str],
+    lead_doc: SourceDoc | None,
+    max_sentences: int,
+) -> list[Candidate]:
+    """One prose sentence per aspect of the question not yet covered, in the question's order: the best by
+    the aspect's coverage, a code span, the ranker's confidence and being on the leading page."""
+    # covered by prose sentences (a signature names parameters; it explains nothing), and by the leading API's
+    # own name: the next sentence need not say again what the name says (`log_message` for "log messages")
+    covered: set[str] = set(named)
+    added: list[Candidate] = []
     pending = [set(a) for a in intent.aspects]
-    while pending and len(chosen) < max_sentences:
+    while pending and len(chosen) + len(added) < max_sentences:
         # the next unfilled aspect: what no chosen prose sentence has covered yet
         aspect = frozenset(pending[0] - matched(pending[0], frozenset(covered)))
         if not aspect:
@@ -139,37 +178,35 @@ def howto_answer(
             continue
         aspect_weights = {k: weights.get(k, 1.0) for k in aspect}
         best = max(
-            (c for c in pool if c not in chosen),
+            (c for c in pool if c not in chosen and c not in added),
             key=lambda c: (
                 coverage(c.stems, c.context, aspect_weights)
                 + (CODE_BONUS if c.filler else 0.0)
-                + 0.5 * c.confidence
-                + (0.15 if lead_doc is not None and c.n == lead_doc.n else 0.0)
+                + CONFIDENCE_SHARE * c.confidence
+                + (LEAD_PAGE_BONUS if lead_doc is not None and c.n == lead_doc.n else 0.0)
             ),
             default=None,
         )
         if best is None or coverage(best.stems, best.context, aspect_weights) <= 0:
             pending.pop(0)  # nothing more in the sources for this aspect
             continue
-        chosen.append(best)
+        added.append(best)
         covered |= best.stems
-    if len(chosen) == 1 and chosen[0].signature and lead_doc is not None:
-        # its name said it all: the page's own best sentence explains the call
-        own = max((c for c in pool if c.n == lead_doc.n and not c.signature), key=lambda c: c.score, default=None)
-        chosen += [own] if own is not None else []
-    if not chosen:
-        return HowtoAnswer([], None, False)
-    api = _api_name(chosen[0], lead_doc, intent)
+    return added
+
+
+def _states_the_question(intent: QuestionIntent, chosen: Sequence[Candidate], named: frozenset[str]) -> bool:
+    """The chosen sentences, their pages' titles and the API names (`named`: what the leading page's name
+    spells out) state at least `ANSWERED_MIN_COVERAGE` of the question's weighted terms."""
+    covered: set[str] = set(named)
     for c in chosen:
         covered |= c.stems | c.context  # a page's title (the API's name) is part of what it says
     found = matched(intent.weights, frozenset(covered))
     for c in chosen:
         name = api_name(c.statement) if c.signature else None
         found |= identifier_matched(intent.weights, name) if name else frozenset()
-    answered = sum(intent.weights[k] for k in found) / max(1e-9, sum(intent.weights.values())) >= ANSWERED_MIN_COVERAGE
-    if not answered:
-        return HowtoAnswer(chosen[:2], None, False)
-    return HowtoAnswer(chosen, api, True)
+    share = sum(intent.weights[k] for k in found) / max(1e-9, sum(intent.weights.values()))
+    return share >= ANSWERED_MIN_COVERAGE
 
 
 def _said_by_name(intent: QuestionIntent, lead: Candidate, doc: SourceDoc | None) -> frozenset[str]:

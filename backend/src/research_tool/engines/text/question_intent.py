@@ -31,7 +31,6 @@ MEASURE_HEADS = frozenset(
 )  # fmt: skip
 _ASPECT_SPLIT_RE = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?:then\s+)?|\s+then\s+", re.IGNORECASE)
 WH_RE = re.compile(r"\b(?:which|what|who|whom|whose|when|where|how many|how much)\b", re.IGNORECASE)
-_COMPARISON_RE = re.compile(r"\b(?:both|same|either|also|in common)\b", re.IGNORECASE)
 _ORG_HEADS = frozenset(
     ["company", "organization", "organisation", "band", "group", "team", "club", "university", "college",
      "school", "party", "network", "agency", "firm", "label", "publisher", "newspaper", "magazine", "church"]
@@ -71,7 +70,6 @@ class QuestionIntent:
     aspects: tuple[frozenset[str], ...]  # how-to parts; one aspect (all terms) otherwise
     head_terms: frozenset[str] = frozenset()  # "which <head>": the head noun's stems
     head_noun: str | None = None  # its last word's stem ("which American show" -> "show"), when a noun
-    comparison: bool = False
 
     @property
     def stems(self) -> frozenset[str]:
@@ -139,7 +137,6 @@ def classify_question(question: str) -> QuestionIntent:
         aspects=aspects,
         head_terms=head_terms,
         head_noun=_head_noun(text, slot.terms),
-        comparison=answer_type == "yes_no" and bool(_COMPARISON_RE.search(text)),
     )
 
 
