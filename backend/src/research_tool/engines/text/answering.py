@@ -38,9 +38,7 @@ from research_tool.engines.text.howto_answers import api_title_match as api_titl
 from research_tool.engines.text.howto_answers import howto_answer
 from research_tool.engines.text.howto_answers import identifier_matched as identifier_matched
 from research_tool.engines.text.instructions import is_instruction_like
-from research_tool.engines.text.question_intent import MEASURE_HEADS as _MEASURE_HEADS
 from research_tool.engines.text.question_intent import PREPOSITIONS as _PREPOSITIONS
-from research_tool.engines.text.question_intent import WH_RE as _WH_RE
 from research_tool.engines.text.question_intent import QuestionIntent
 from research_tool.engines.text.question_intent import classify_question as classify_question
 from research_tool.engines.text.question_intent import coverage as _coverage
@@ -63,7 +61,6 @@ from research_tool.models.entities import normalize_key
 MAX_SENTENCES_PER_SOURCE = 300
 MAX_TYPED_CANDIDATES = 40
 MAX_ANSWER_SENTENCES = 4
-MAX_ANSWER_WORDS = 75
 SHORT_ANSWER_WORDS = 8
 SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
 SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
@@ -75,6 +72,7 @@ MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 # "this notion", "these proteins", "such funding" (not "such as"): the sentence refers back to the one before
 _DEMONSTRATIVE_RE = re.compile(r"^(?:this|these|such)\b|\b(?:this|these)\s+[a-z]|\bsuch\s+(?!as\b)[a-z]", re.IGNORECASE)
+_WH_RE = re.compile(r"\b(?:which|what|who|whom|whose|when|where|how many|how much)\b", re.IGNORECASE)
 _SIGNATURE_RE = re.compile(r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*\))[ \t]*$", re.MULTILINE)
 _PERIOD_RE = re.compile(
     r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE
@@ -351,7 +349,8 @@ def select_answer(
         said = verdict.verdict
         return AnswerSelection(verdict.sentences[: MAX_ANSWER_SENTENCES - 1], said.casefold(), True, verdict=said)
     if intent.answer_type == "howto" and "howto_lead" in rules:
-        howto = howto_answer(intent, docs, pool, MAX_ANSWER_SENTENCES)
+        floor = BODY_SHARE if "body_floor" in rules else 0.0
+        howto = howto_answer(intent, docs, pool, MAX_ANSWER_SENTENCES, floor)
         if not howto.answered:
             closest = howto.sentences or sorted(pool, key=lambda c: -c.score)[:2]
             return AnswerSelection([], None, False, closest=closest)
@@ -372,11 +371,11 @@ def select_answer(
     chosen = _with_support(lead) if "support" in rules else [lead]
     floor = BODY_SHARE if "body_floor" in rules else 0.0
     for c in ranked[1:]:
-        if len(chosen) >= MAX_ANSWER_SENTENCES - 1 or _words(chosen) >= MAX_ANSWER_WORDS - 25:
+        if len(chosen) >= MAX_ANSWER_SENTENCES - 1:
             break
         if c.share < floor:
             break  # the rest are unlikely to hold the answer: they bear too little on the question
-        if c in chosen or _similar(c, chosen):
+        if c in chosen:
             continue
         chosen.append(c)
     span = short_answer(intent, lead)
@@ -460,22 +459,12 @@ def _is_subject(filler: str, title_key: str) -> bool:
 
 
 def _with_support(lead: Candidate) -> list[Candidate]:
-    """The lead, then what it leans on: the sentence that named its page (a second hop), or the sentence
-    its opening pronoun refers to."""
+    """The lead, then the sentence that named its page when it came by a second hop and states less of the
+    question than that sentence."""
     chosen = [lead]
     if lead.link is not None and lead.features.get("link", 0.0) > 0 and lead.coverage < lead.link.coverage:
-        chosen.append(lead.link)  # the sentence that named the lead's page
-    elif lead.antecedent is not None:
-        chosen.append(lead.antecedent)
+        chosen.append(lead.link)
     return chosen
-
-
-def _words(chosen: Sequence[Candidate]) -> int:
-    return sum(len(c.statement.split()) for c in chosen)
-
-
-def _similar(c: Candidate, chosen: Sequence[Candidate]) -> bool:
-    return any(len(c.stems & o.stems) / max(1, len(c.stems | o.stems)) >= 0.5 for o in chosen)
 
 
 # --- short answers ---------------------------------------------------------------------------------------
@@ -488,6 +477,10 @@ _EXPECTED_MENTIONS: dict[str, tuple[str, ...]] = {
     "place": ("place",),
     "organization": ("organization",),
 }
+_MEASURE_HEADS = frozenset(
+    stem(w) for w in ["percentage", "percent", "proportion", "share", "rate", "amount", "population", "cost",
+                      "price", "fee", "temperature", "distance", "length", "height", "weight", "size", "age"]
+)  # fmt: skip
 _QUOTED_RE = re.compile(r"[\"“]([^\"“”]{1,60})[\"”]")
 _WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
 _LOOSE_TYPES = frozenset(["person", "place", "organization"])  # a name the finder could not type may be one

@@ -24,9 +24,6 @@ API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name
 ACTION_NAME_BONUS = 0.3  # how-to: an API whose own name (its last part) is the action the question asks for
 CODE_BONUS = 0.25  # how-to: a sentence with a code-like span
 ANSWERED_MIN_COVERAGE = 0.5  # how-to: the chosen sentences cover this much of the question
-SIGNATURE_MIN_SCORE = 0.3  # a page's call signature leads only when the page covers this much (`_page_score`)
-CONFIDENCE_SHARE = 0.5  # an aspect's sentence: the ranker's confidence counts this much beside its coverage
-LEAD_PAGE_BONUS = 0.15  # an aspect's sentence from the leading API's own page
 _API_NAME_RE = re.compile(r"^\s*([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*\()")
 CODE_SPAN_RE = re.compile(
     r"`[^`\n]+`|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b\w+\(|\b[a-z_]+=|\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b"
@@ -102,16 +99,17 @@ def _names_the_act(verbs: Iterable[str], last: str) -> bool:
 
 
 def howto_answer(
-    intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate], max_sentences: int
+    intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidate], max_sentences: int, floor: float
 ) -> HowtoAnswer:
-    """Lead with the call signature of the page that best covers the question, then one sentence per aspect;
+    """Lead with the call signature of the page that best covers the question, then sentences that state the
+    rest of it (after the lead, only from the leading page or with a ranker share of at least `floor`);
     answered when the chosen sentences (and the API's name) state enough of the question."""
     weights = idf_weights(intent, pool)
     lead_doc = _lead_page(intent, docs, weights)
     chosen = [lead_doc.signature] if lead_doc is not None and lead_doc.signature is not None else []
     # the question terms the leading API's name spells out ("logkit.log_message": log, message)
     named = _said_by_name(intent, chosen[0], lead_doc) if chosen else frozenset()
-    chosen += _aspect_sentences(intent, pool, weights, chosen, named, lead_doc, max_sentences)
+    chosen += _explaining_sentences(intent, pool, weights, chosen, named, lead_doc, max_sentences, floor)
     if len(chosen) == 1 and chosen[0].signature and lead_doc is not None:
         # its name said it all: the page's own best sentence explains the call
         own = max((c for c in pool if c.n == lead_doc.n and not c.signature), key=lambda c: c.score, default=None)
@@ -124,13 +122,9 @@ def howto_answer(
 
 
 def _lead_page(intent: QuestionIntent, docs: Sequence[SourceDoc], weights: dict[str, float]) -> SourceDoc | None:
-    """The page whose call signature leads: of the pages with one, the best by `_page_score`, when it reaches
-    `SIGNATURE_MIN_SCORE`."""
+    """The page whose call signature leads: of the pages with one, the best by `_page_score`."""
     with_signature = [d for d in docs if d.signature is not None]
-    if not with_signature:
-        return None
-    best = max(with_signature, key=lambda d: _page_score(intent, d, weights))
-    return best if _page_score(intent, best, weights) >= SIGNATURE_MIN_SCORE else None
+    return max(with_signature, key=lambda d: _page_score(intent, d, weights), default=None)
 
 
 def _page_score(intent: QuestionIntent, doc: SourceDoc, weights: dict[str, float]) -> float:
@@ -154,7 +148,7 @@ def _page_score(intent: QuestionIntent, doc: SourceDoc, weights: dict[str, float
     return max(best, title) + action_name_bonus(intent, name, said)
 
 
-def _aspect_sentences(
+def _explaining_sentences(
     intent: QuestionIntent,
     pool: list[Candidate],
     weights: dict[str, float],
@@ -162,34 +156,36 @@ def _aspect_sentences(
     named: frozenset[str],
     lead_doc: SourceDoc | None,
     max_sentences: int,
+    floor: float,
 ) -> list[Candidate]:
-    """One prose sentence per aspect of the question not yet covered, in the question's order: the best by
-    the aspect's coverage, a code span, the ranker's confidence and being on the leading page."""
-    # covered by prose sentences (a signature names parameters; it explains nothing), and by the leading API's
+    """Sentences that state what the answer so far does not, one at a time: the best by its coverage of the
+    question's terms not yet stated and a code span. Once the answer has its lead, a sentence from another
+    page than the leading API's must have a ranker share of at least `floor` (the body's relevance floor:
+    "takewhile ... as long as" is no answer to "how long a function takes")."""
+    # stated by prose sentences (a signature names parameters; it explains nothing), and by the leading API's
     # own name: the next sentence need not say again what the name says (`log_message` for "log messages")
     covered: set[str] = set(named)
     added: list[Candidate] = []
-    pending = [set(a) for a in intent.aspects]
-    while pending and len(chosen) + len(added) < max_sentences:
-        # the next unfilled aspect: what no chosen prose sentence has covered yet
-        aspect = frozenset(pending[0] - matched(pending[0], frozenset(covered)))
-        if not aspect:
-            pending.pop(0)
-            continue
-        aspect_weights = {k: weights.get(k, 1.0) for k in aspect}
+    terms = frozenset(intent.weights)
+    while len(chosen) + len(added) < max_sentences:
+        missing = terms - matched(terms, frozenset(covered))
+        if not missing:
+            break
+        missing_weights = {k: weights.get(k, 1.0) for k in missing}
+        led = bool(chosen or added)
         best = max(
-            (c for c in pool if c not in chosen and c not in added),
-            key=lambda c: (
-                coverage(c.stems, c.context, aspect_weights)
-                + (CODE_BONUS if c.filler else 0.0)
-                + CONFIDENCE_SHARE * c.confidence
-                + (LEAD_PAGE_BONUS if lead_doc is not None and c.n == lead_doc.n else 0.0)
+            (
+                c
+                for c in pool
+                if c not in chosen
+                and c not in added
+                and (not led or c.share >= floor or (lead_doc is not None and c.n == lead_doc.n))
             ),
+            key=lambda c: coverage(c.stems, c.context, missing_weights) + (CODE_BONUS if c.filler else 0.0),
             default=None,
         )
-        if best is None or coverage(best.stems, best.context, aspect_weights) <= 0:
-            pending.pop(0)  # nothing more in the sources for this aspect
-            continue
+        if best is None or coverage(best.stems, best.context, missing_weights) <= 0:
+            break  # nothing more in the sources for what is missing
         added.append(best)
         covered |= best.stems
     return added

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from research_tool.engines.text.entities import find_mentions
-from research_tool.engines.text.howto_queries import HOWTO_RE, is_howto
+from research_tool.engines.text.howto_queries import is_howto
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.ranker import matched
-from research_tool.engines.text.slots import required_slots, which_slot
-from research_tool.engines.text.tokens import QUESTION_WORDS, content_stems, is_stopword, stem, stem_set
+from research_tool.engines.text.slots import required_slots
+from research_tool.engines.text.tokens import content_stems, is_stopword, stem
 
 AnswerType = Literal[
     "person", "place", "date", "number", "organization", "thing", "yes_no", "howto", "definition", "reason"
@@ -25,12 +25,6 @@ AnswerType = Literal[
 
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
 CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much
-MEASURE_HEADS = frozenset(
-    stem(w) for w in ["percentage", "percent", "proportion", "share", "rate", "amount", "population", "cost",
-                      "price", "fee", "temperature", "distance", "length", "height", "weight", "size", "age"]
-)  # fmt: skip
-_ASPECT_SPLIT_RE = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?:then\s+)?|\s+then\s+", re.IGNORECASE)
-WH_RE = re.compile(r"\b(?:which|what|who|whom|whose|when|where|how many|how much)\b", re.IGNORECASE)
 _ORG_HEADS = frozenset(
     ["company", "organization", "organisation", "band", "group", "team", "club", "university", "college",
      "school", "party", "network", "agency", "firm", "label", "publisher", "newspaper", "magazine", "church"]
@@ -55,7 +49,6 @@ PREPOSITIONS = frozenset(
     ["into", "to", "from", "in", "on", "at", "with", "by", "for", "about", "after", "before", "under", "over",
      "out", "up", "off", "through", "during", "against", "upon"]
 )  # fmt: skip
-_GENERIC_HOWTO = frozenset(["python", "way", "program", "code", "object", "thing"])
 
 
 @dataclass(frozen=True)
@@ -67,7 +60,6 @@ class QuestionIntent:
     weights: dict[str, float]  # question content stem -> weight (names weigh more)
     names: tuple[str, ...]  # named things the question mentions (display form)
     name_stems: frozenset[str]
-    aspects: tuple[frozenset[str], ...]  # how-to parts; one aspect (all terms) otherwise
     head_terms: frozenset[str] = frozenset()  # "which <head>": the head noun's stems
     head_noun: str | None = None  # its last word's stem ("which American show" -> "show"), when a noun
 
@@ -77,19 +69,12 @@ class QuestionIntent:
 
 
 def classify_question(question: str) -> QuestionIntent:
-    """The question's expected answer type, weighted terms, named things and aspects."""
+    """The question's expected answer type, weighted terms and named things."""
     text = " ".join(question.split())
     asked = _asked_sentence(text)
     slot = required_slots(asked)[0]
-    wh = WH_RE.search(asked)
-    if slot.kind == "yes_no" and wh is not None:
-        # "Do X, ..., released in which year?" opens like a yes/no question but asks for a value
-        slot = required_slots(asked[wh.start() :])[0]
     kind = slot.kind
     answer_type: AnswerType
-    kind_of = _KIND_OF_RE.match(text)
-    if kind == "entity" and not slot.terms and kind_of is not None:
-        slot = which_slot(kind_of.group(1).casefold())  # "What type of prime distribution ...?": the distribution
     head_terms = frozenset(stem(t) for t in slot.terms)
     if is_howto(text):
         answer_type = "howto"
@@ -101,8 +86,6 @@ def classify_question(question: str) -> QuestionIntent:
         answer_type = "organization"
     elif kind == "entity" and _person_head(text):
         answer_type = "person"  # "which actor", "what Khitan prince": a kind of person
-    elif kind == "entity" and frozenset(stem(t) for t in slot.terms) & MEASURE_HEADS:
-        answer_type = "number"  # "what temperature", "what percentage": a value
     else:
         answer_type = "thing"
     mentions = [m for m in find_mentions(text) if m.entity_type not in ("number",)]
@@ -117,9 +100,6 @@ def classify_question(question: str) -> QuestionIntent:
             if answer_type == "howto" and (key == "python" or (word.casefold().endswith("ly") and len(word) > 5)):
                 continue  # the language and manner adverbs ("safely", "efficiently") name no API
             weights[key] = 1.0
-    for noun in _ARTICLE_NOUN_RE.findall(text):
-        if noun.casefold() in QUESTION_WORDS and noun.casefold() not in _KIND_NOUNS:
-            weights[stem(noun)] = 1.0  # "a list", "the show": a noun after an article is a topic, not a request
     name_stems: set[str] = set()
     for name in names:
         for key in content_stems(name):
@@ -127,14 +107,12 @@ def classify_question(question: str) -> QuestionIntent:
                 continue  # "in a Python program": the language, named or not, names no API
             weights[key] = NAME_WEIGHT
             name_stems.add(key)
-    aspects = _aspects(text, weights) if answer_type == "howto" else (frozenset(weights),)
     return QuestionIntent(
         text=text,
         answer_type=answer_type,
         weights=weights,
         names=names,
         name_stems=frozenset(name_stems),
-        aspects=aspects,
         head_terms=head_terms,
         head_noun=_head_noun(text, slot.terms),
     )
@@ -152,15 +130,6 @@ def _asked_sentence(text: str) -> str:
     pieces = re.split(r"(?<=[.!])\s+(?=[A-Z])", text)
     last = pieces[-1]
     return last if len(pieces) > 1 and _QUESTION_OPENER_RE.match(last) else text
-
-
-_ARTICLE_NOUN_RE = re.compile(r"\b(?:a|an|the)\s+(\w+)", re.IGNORECASE)
-_KIND_NOUNS = frozenset(["name", "kind", "type", "sort"])
-_KIND_OF_RE = re.compile(
-    r"^(?:in |of |for )?(?:which|what)\s+(?:kind|type|sort|form|variety)s?\s+of\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+"
-    r"(?:is|was|are|were|did|does|do|has|had|have|can|could|will|would)\b",
-    re.IGNORECASE,
-)
 
 
 def _person_head(text: str) -> bool:
@@ -198,17 +167,6 @@ def _head_noun(text: str, terms: Sequence[str]) -> str | None:
 
 def _inner(name: str) -> bool:
     return len(name.split()) >= 2
-
-
-def _aspects(text: str, weights: dict[str, float]) -> tuple[frozenset[str], ...]:
-    """The parts of a how-to question: "run X with a timeout and capture its output" -> two aspects."""
-    body = HOWTO_RE.sub("", text).strip(" ?.")
-    parts = [
-        frozenset(s for s in stem_set(p) if s in weights and s not in _GENERIC_HOWTO)
-        for p in _ASPECT_SPLIT_RE.split(body)
-    ]
-    parts = [p for p in parts if p]
-    return tuple(parts) or (frozenset(weights),)
 
 
 class Stemmed(Protocol):
