@@ -574,3 +574,32 @@ def test_short_answer_is_the_instance_named_after_such_as() -> None:
     assert select_answer("What is a river disease that strikes trout preferentially?", sources).span == (
         "whirling fever"
     )
+
+
+def test_a_howto_answer_quotes_no_sentence_of_an_unrelated_page_that_only_shares_a_word() -> None:
+    # "as long as" on a page about filtering shares "long" with the question and nothing else: after the
+    # lead, a sentence of another page than the leading API's must clear the body's relevance floor
+    fillers = [
+        page(
+            3 + i,
+            f"garden.Bed{i} — A raised bed number {i}.",
+            f"garden.Bed{i}(size)\n\nThe raised bed {i} holds soil and seeds. Water it every morning in summer.",
+        )
+        for i in range(6)
+    ]
+    sources = [
+        page(
+            1,
+            "stopwatch.Lap — Record how long a block of code runs.",
+            "stopwatch.Lap(label=None)\n\nA lap records the seconds a block of code runs. Call stop() to end the lap.",
+        ),
+        page(
+            2,
+            "rivers.keepwhile — Keep entries while a test holds.",
+            "rivers.keepwhile(test, items)\n\nEntries are kept as long as the test holds true for each entry.",
+        ),
+        *fillers,
+    ]
+    selection = select_answer("How do I find out how long a block of code runs?", sources)
+    assert selection.answered and selection.sentences[0].statement == "stopwatch.Lap(label=None)"
+    assert all(c.n == 1 for c in selection.sentences)

@@ -74,3 +74,10 @@ def test_stemming_folds_accents_and_irregular_past_forms() -> None:
     assert stem("came") == stem("comes") and stem("held") == stem("holds")
     assert stem("led") == stem("leads") and stem("won") == stem("wins")
     assert stem("rose") != stem("rise")  # also a flower and a name: left alone
+
+
+def test_the_words_between_two_double_backquoted_names_are_no_entity() -> None:
+    text = "If ``loader_hook`` is also given, the ``pair_hook`` wins over it."
+    names = {e.name for e in extract_entities(text, "file:///notes.txt", 0)}
+    assert "loader_hook" in names and "pair_hook" in names
+    assert not any(name != name.strip() or "also given" in name for name in names)

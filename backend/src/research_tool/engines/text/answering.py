@@ -2,22 +2,22 @@
 the sources answer the question at all.
 
 - The question is classified into an expected answer type (person, place, date, number, organization,
-  thing, yes/no, how-to, definition, reason), its weighted terms (names weigh more) and, for how-to
-  questions, its aspects (`question_intent.py`).
+  thing, yes/no, how-to, definition, reason) and its weighted terms, names weighing more
+  (`question_intent.py`).
 - Every declarative sentence of every citable source is a candidate. `rank_candidates` gives each its
   ranker features and score (`ranker.py`: BM25, coverage, context, names, neighbours, proximity, answer
   type, source rank, title, opening, chain link and bridge; weights fitted by `eval/fit_ranker.py`) and its
   confidence that the sources answer the question.
 - `select_answer`: the top sentence leads when its confidence clears the fitted threshold; otherwise the
   sources do not answer and the two best sentences are quoted as the closest. After the lead: the sentence
-  it leans on (its chain link or the sentence its pronoun refers to), then other sentences the ranker gives
-  at least a one-in-ten chance of holding the answer (`BODY_SHARE`).
+  that named its page when it came by a second hop (`support`), then other sentences the ranker gives at
+  least a one-in-ten chance of holding the answer (`BODY_SHARE`), four sentences at most.
 - Rules kept beside the ranker (each measured with and without in docs/answer-selection.md): yes/no
   comparisons decided from each named thing's own page and choice questions ("which came first, A or B?")
   by each option's year (`verdicts.py`); how-to questions led by the best API's call signature
-  (`howto_answers.py`); a second hop (a lead that
-  names another page of the pool leads on to that page's typed sentence); the short answer, a span of the
-  lead given only when the lead carries a value of the asked type.
+  (`howto_answers.py`); a second hop (a lead that names another page of the pool leads on to that page's
+  typed sentence); "the difference between A and B" answered only by a lead naming both; the short answer,
+  a span of the lead given only when the lead carries a value of the asked type.
 """
 
 from __future__ import annotations

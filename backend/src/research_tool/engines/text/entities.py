@@ -41,7 +41,7 @@ _NUMBER_RE = re.compile(
     re.IGNORECASE,
 )
 _CODE_RE = re.compile(
-    r"`([^`\n]{2,60})`"
+    r"`([^`\s][^`\n]{0,58}[^`\s])`"  # a code span: no space inside its quotes ("``a`` is, the ``b``")
     r"|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)(?:\(\))?"
     r"|\b([a-z_]\w*\(\))"
     r"|\b([a-z]+_[a-z_0-9]+)\b"
