@@ -603,3 +603,25 @@ def test_a_howto_answer_quotes_no_sentence_of_an_unrelated_page_that_only_shares
     selection = select_answer("How do I find out how long a block of code runs?", sources)
     assert selection.answered and selection.sentences[0].statement == "stopwatch.Lap(label=None)"
     assert all(c.n == 1 for c in selection.sentences)
+
+
+def test_a_module_pages_summary_line_is_a_call_signature_that_may_lead_a_howto_answer() -> None:
+    # pydoc's module summaries list functions as "name(args) -- what it does": such a line is the function's
+    # signature, named with its module in the short answer
+    sources = [
+        page(
+            1,
+            "netkit.web — Fetch web pages over HTTP.",
+            "netkit.web — Fetch web pages over HTTP.\n\n"
+            "The simplest way to send an HTTP request is the fetch function.\n\n"
+            "fetch(url, timeout=None) -- Send an HTTP request for the url and return the response body.",
+        ),
+        page(
+            2,
+            "webserve.RequestHandler.list_files — Helper to list a folder.",
+            "webserve.RequestHandler.list_files(self, path)\n\nThe folder listing is sent back with its headers.",
+        ),
+    ]
+    selection = select_answer("How do I send an HTTP request?", sources)
+    assert selection.answered and selection.sentences[0].statement == "fetch(url, timeout=None)"
+    assert selection.short_answer == "netkit.web.fetch(...)"

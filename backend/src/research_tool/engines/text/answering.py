@@ -73,7 +73,10 @@ _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECA
 # "this notion", "these proteins", "such funding" (not "such as"): the sentence refers back to the one before
 _DEMONSTRATIVE_RE = re.compile(r"^(?:this|these|such)\b|\b(?:this|these)\s+[a-z]|\bsuch\s+(?!as\b)[a-z]", re.IGNORECASE)
 _WH_RE = re.compile(r"\b(?:which|what|who|whom|whose|when|where|how many|how much)\b", re.IGNORECASE)
-_SIGNATURE_RE = re.compile(r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*\))[ \t]*$", re.MULTILINE)
+# a call signature alone on its line, or opening a module summary's line ("urlopen(url, data=None) -- Basic usage")
+_SIGNATURE_RE = re.compile(
+    r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*?\))(?:[ \t]+--[ \t][^\n]*)?[ \t]*$", re.MULTILINE
+)
 _PERIOD_RE = re.compile(
     r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE
 )  # "the 19th century", "the 1960s": a time the name finder leaves out

@@ -212,9 +212,13 @@ def _said_by_name(intent: QuestionIntent, lead: Candidate, doc: SourceDoc | None
 
 
 def _api_name(lead: Candidate, doc: SourceDoc | None, intent: QuestionIntent | None = None) -> str | None:
-    """The API call: a signature shortened to its name and the parameters the question asks about."""
+    """The API call: a signature shortened to its name (a module page's function named with its module:
+    "urllib.request.urlopen") and the parameters the question asks about."""
     if lead.signature:
         name, _, params = lead.statement.partition("(")
+        module = api_name(doc.title) if doc is not None else None
+        if module is not None and "." not in name and not name.startswith("class "):
+            name = f"{module}.{name.strip()}"
         asked = [
             p.split("=")[0].strip(" *")
             for p in params.rstrip(")").split(",")
