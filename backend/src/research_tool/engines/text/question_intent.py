@@ -1,7 +1,6 @@
 """What a question asks for: its expected answer type, its weighted terms (names weigh more), the named
-things it mentions, the noun a "which <kind>" question asks about, and, for a how-to question, its parts
-(aspects). Also how much of the question's terms a sentence states (`coverage`), with each term weighed by
-its rarity in the candidate pool (`idf_weights`).
+things it mentions and the noun a "which <kind>" question asks about. Also how much of the question's terms
+a sentence states (`coverage`), each term weighed by its rarity in the candidate pool (`idf_weights`).
 """
 
 from __future__ import annotations
@@ -177,6 +176,7 @@ class Stemmed(Protocol):
 
 
 def idf_weights(intent: QuestionIntent, pool: Sequence[Stemmed]) -> dict[str, float]:
+    """Each question term's weight times its inverse document frequency over the pool's sentences."""
     n = len(pool)
     weights = {}
     for key, base in intent.weights.items():
@@ -186,6 +186,8 @@ def idf_weights(intent: QuestionIntent, pool: Sequence[Stemmed]) -> dict[str, fl
 
 
 def coverage(stems: frozenset[str], context: frozenset[str], weights: dict[str, float]) -> float:
+    """The weighted share of the question's terms a sentence states (`stems`); a term found only around it
+    (`context`: its page's title, the sentence it refers back to) counts `CONTEXT_SHARE`."""
     total = sum(weights.values())
     if not total:
         return 0.0
