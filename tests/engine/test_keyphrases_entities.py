@@ -81,3 +81,10 @@ def test_the_words_between_two_double_backquoted_names_are_no_entity() -> None:
     names = {e.name for e in extract_entities(text, "file:///notes.txt", 0)}
     assert "loader_hook" in names and "pair_hook" in names
     assert not any(name != name.strip() or "also given" in name for name in names)
+
+
+def test_a_docstring_phrase_about_a_code_literal_is_no_entity() -> None:
+    text = "Return True if the Garden Gate is open. Defaults to None when Mira Holt set no gate."
+    names = {e.name for e in extract_entities(text, "file:///notes.txt", 0)}
+    assert "Garden Gate" in names and "Mira Holt" in names
+    assert not any("True" in name or "None" in name for name in names)

@@ -281,13 +281,15 @@ def clean_title(title: str) -> str:
 
 
 _LITERALS = frozenset(["true", "false", "none", "null", "nan", "yes", "no", "ok"])
+_CODE_LITERALS = frozenset(["true", "false", "none", "null", "nan"])
 _FUNCTION_WORDS = frozenset(["like", "unlike", "via", "per", "despite", "unless", "whether", "otherwise"])
 _ABBREVIATION_RE = re.compile(r"^(?:[a-z]\.)+[a-z]?\.?$|^(?:etc|viz|vs|cf|ibid)\.?$", re.IGNORECASE)
 
 
 def is_entity_name(text: str) -> bool:
-    """A mention worth listing as an entity: not a stopword ("Like"), a literal ("True", "None"), a Latin
-    abbreviation ("e.g", "i.e") or a fragment opening with punctuation ("(a")."""
+    """A mention worth listing as an entity: not a stopword ("Like"), a literal ("True", "None") or a phrase
+    holding a code literal ("Return True"), a Latin abbreviation ("e.g", "i.e") or a fragment opening with
+    punctuation ("(a")."""
     stripped = text.strip()
     if len(stripped) < 2 or not stripped[0].isalnum():
         return False
@@ -297,6 +299,8 @@ def is_entity_name(text: str) -> bool:
     words = key.split()
     if len(words) == 1 and (key in _FUNCTION_WORDS or key in _COMMON_SENTENCE_STARTERS):
         return False
+    if _CODE_LITERALS & set(words):
+        return False  # "Return True", "Defaults to None": a docstring's phrase about a value, not a name
     return not all(is_stopword(w) for w in words)
 
 
