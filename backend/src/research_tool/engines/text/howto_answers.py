@@ -1,6 +1,6 @@
-"""How-to answers: the call signature of the API page that best covers the question leads, then one prose
-sentence per part (aspect) of the question; the short answer is the API call. Also the API-name matching the
-source ranking uses (`api_title_match`): an identifier's dotted and camel-case parts spell question terms.
+"""How-to answers: the call signature of the API page that best covers the question leads, then sentences that
+state what it leaves unsaid; the short answer is the API call. Also the API-name matching the source ranking
+uses (`api_title_match`): an identifier's dotted and camel-case parts spell question terms.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ CODE_SPAN_RE = re.compile(
 
 @dataclass(frozen=True)
 class HowtoAnswer:
+    """A how-to answer, which `select_answer` turns into its `AnswerSelection`."""
+
     sentences: list[Candidate]  # in answer order; when not answered, the closest
     api: str | None  # the API call, the short answer
     answered: bool

@@ -29,12 +29,16 @@ _DEFINING_RE = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+((?
 
 @dataclass(frozen=True)
 class Choice:
+    """The option a choice question picks, with the sentences giving each option's year."""
+
     sentences: list[Candidate]  # the picked option's sentence, then the other's
     option: str  # the picked option, the short answer
 
 
 @dataclass(frozen=True)
 class Verdict:
+    """A yes/no verdict with the sentences it rests on."""
+
     sentences: list[Candidate]  # each compared thing's defining sentence
     verdict: str  # "Yes" / "No"
 
