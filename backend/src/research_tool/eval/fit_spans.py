@@ -331,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index-cache", type=Path, help="also fit the gate on fit_ranker's index pools (cached here)")
     parser.add_argument("--test-pools", type=Path, help="answers --sets squad --part test --capture (read once)")
     parser.add_argument("--tight-extra", type=int, default=TIGHT_EXTRA)
+    parser.add_argument("--without", default="", help="comma-separated features left out (span or gate)")
     parser.add_argument("--write", action="store_true", help="write the weights beside the module")
     parser.add_argument("--ablate", action="store_true", help="refit without each feature (needs --test-pools)")
     args = parser.parse_args(argv)
@@ -341,15 +342,16 @@ def main(argv: list[str] | None = None) -> int:
     extra = index_leads(args.eval_dir, args.index_cache, captured) if args.index_cache else []
     fit = [*runner_fit, *extra]
     test = runner_leads(args.eval_dir, args.test_pools, "test") if args.test_pools else None
-    keep = list(range(len(SPAN_FEATURES)))
-    gate_keep = list(GATE_FEATURES)
+    left_out = set(filter(None, args.without.split(",")))
+    keep = [k for k, name in enumerate(SPAN_FEATURES) if name not in left_out]
+    gate_keep = [g for g in GATE_FEATURES if g not in left_out]
     fitted, cv, right = fit_all(sentences, fit, keep, gate_keep)
     runner_cv = {i: p for i, p in cv.items() if i < len(runner_fit)}
     report: dict[str, Any] = {
         "sentences": len(sentences),
         "fit_questions": [len(runner_fit), len(extra)],
-        "rank": dict(zip(SPAN_FEATURES, np.round(fitted.rank, 3).tolist(), strict=True)),
-        "gate": dict(zip(GATE_FEATURES, np.round(fitted.gate, 3).tolist(), strict=True)),
+        "rank": {SPAN_FEATURES[k]: round(float(w), 3) for k, w in zip(keep, fitted.rank, strict=True)},
+        "gate": {g: round(float(w), 3) for g, w in zip(gate_keep, fitted.gate, strict=True)},
         "gate_bias": round(fitted.bias, 3),
         "threshold": round(fitted.threshold, 4),
         "fit_cv_curve": curve(fit, cv, right),
@@ -364,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         report["test_questions"] = len(test)
     if args.ablate and test is not None:
         rows = []
-        for name in [*SPAN_FEATURES, *GATE_FEATURES]:
+        for name in [*(SPAN_FEATURES[k] for k in keep), *gate_keep]:
             k2 = [k for k in keep if SPAN_FEATURES[k] != name]
             g2 = [g for g in gate_keep if g != name]
             without, _, _ = fit_all(sentences, fit, k2, g2)
