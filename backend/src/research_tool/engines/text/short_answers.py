@@ -3,9 +3,12 @@ gate says it is likely right (precise or null).
 
 Candidates are generated generally from the lead: every run of at most `SPAN_WORDS` words inside one clause
 (no comma, semicolon, colon, bracket, quote or dash inside it, except within a name or a date), made of
-whole units (a name, a date or a number the mention finder reads is one unit, never cut), not opening or
-ending on a stopword, not ending on a possessive ("Mara Holt's" of "Mara Holt's cousin" is no answer), and
-holding at least one content word the question does not state.
+whole units (a name, a date, a number or a count in words the mention finder reads is one unit, never cut),
+not opening or ending on a stopword, holding no function word but a noun phrase's connectors ("of", "and",
+"or", an article right after them) and no word the question states (the question's head noun may close it:
+"a progressive tax system"), not ending on a possessive ("Mara Holt's" of "Mara Holt's cousin" is no
+answer), and holding at least one content word the question does not state. Complete spans only: no
+"was built by", no "Tolt a new crop".
 
 Span features (each says what it measures; all in [0, 1]):
 
@@ -39,10 +42,10 @@ Span features (each says what it measures; all in [0, 1]):
 
 `rank`: the ranker's score is the fitted linear combination; the span probability is the softmax over the
 lead's candidates (a listwise ranker: the weights maximise the probability given to the spans holding the
-gold answer, on the sentences that hold it, SQuAD fit part).
+gold answer in at most two words more than it, on the SQuAD fit part's sentences that hold it).
 
-Gate features (the probability that the best span is right, a logistic model fitted on the leads the real
-runner gives the fit part's SQuAD questions):
+Gate features (the probability that the best span is right, a logistic model fitted on the fit part's
+SQuAD leads: those the real runner gives, and those of `fit_ranker`'s index pools for other fit questions):
 
 - `span_prob`: the best span's softmax probability among the lead's candidates.
 - `lead_share`: the ranker's probability that the lead holds the answer (softmax over the pool).
@@ -52,8 +55,9 @@ runner gives the fit part's SQuAD questions):
 - `asks_value` / `asks_name` / `asks_thing`: the question asks for a date or number / a person, place or
   organisation / another thing (definitions, reasons and the rest: none of the three).
 
-A short answer is given when the gate's probability reaches `threshold` (chosen on the fit part for
-precision with margin). Weights in `short_answer_weights.json` beside this module, written by
+A short answer is given when the gate's probability reaches `threshold`: the lowest whose cross-validated
+precision on the fit part reaches 0.75 (the issue's 0.70 with a margin); figures and the ablation in
+docs/answer-selection.md. Weights in `short_answer_weights.json` beside this module, written by
 `python -m research_tool.eval.fit_spans`; the engine path needs no numpy.
 """
 
