@@ -171,7 +171,7 @@ LIGHTHOUSE = "The Vesk lighthouse was built in 1874 by the harbour board."
         ("Vesk", "Under the old charter, the Vesk lighthouse stands at the harbour mouth.",
          "Where does the Vesk lighthouse stand?", None),
         ("Vesk", "In Europe there are old lighthouses like the Vesk lighthouse.",
-         "Where are old lighthouses like the Vesk lighthouse?", None),
+         "Where are old lighthouses like the Vesk lighthouse?", "Europe"),
         ("Vesk", "The keeper of the Vesk lighthouse was Mara Holt's cousin.",
          "Who was the keeper of the Vesk lighthouse?", None),
     ],
@@ -179,7 +179,8 @@ LIGHTHOUSE = "The Vesk lighthouse was built in 1874 by the harbour board."
 def test_a_short_answer_is_a_whole_span_of_the_asked_type_or_none(
     title: str, sentence: str, question: str, short: str | None
 ) -> None:
-    """Ungated, the last three would give "Under the old charter", "In Europe" and "Mara Holt's"."""
+    """No clause fragment ("Under the old charter") and no possessive ("Mara Holt's" of "Mara Holt's cousin");
+    "Europe" is the whole place asked for (the old span rules read "In Europe" and had to refuse it)."""
     selection = select_answer(question, corpus(title, sentence))
     assert selection.answered
     assert selection.short_answer == short

@@ -15,6 +15,9 @@
 
 `--semantic`: the same for the lexical+semantic weight set (the `semantic` extra's encoder: every candidate's
 cosine with its question is computed once and cached under DIR); it is written beside the lexical one.
+`--cv [--semantic]`: choose between variants inside the fit part: fit on all but one fold (SQuAD by article,
+HotpotQA by question; CV_FOLDS), read the top sentence on the fold left out; all features, then without each.
+The test part is neither fitted nor read.
 `--captured FILE [--semantic]`: `select_answer` on the runner's captured pools (`answers --capture FILE`), by
 part, with the BM25 baseline on the same sources and how often the gold sentence is among the candidates.
 """
@@ -69,6 +72,7 @@ RUNNER_FALSE_MAX = (
     0.04  # on the runner's fit pools: the runner's test pools ran about 0.03 above its fit pools at one threshold
 )
 SEED = 7
+CV_FOLDS = 4  # folds of the fit part for choosing between variants: SQuAD by article, HotpotQA by question
 
 
 @dataclass
@@ -338,6 +342,37 @@ def report(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int], fi
     return out
 
 
+# --- choosing inside the fit part: cross-validation by article ------------------------------------------
+
+
+def fold(q: Question, position: int) -> int:
+    """A fit question's fold: a SQuAD question's article (from its gold paragraph, "s07p012" -> 7), so no
+    article is in two folds; a HotpotQA question by its position. Unanswerable questions train no ranking."""
+    if q.set == "squad" and q.item.gold_docs:
+        return int(next(iter(q.item.gold_docs))[1:3]) % CV_FOLDS
+    return position % CV_FOLDS
+
+
+def cross_validate(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int]) -> dict[str, float]:
+    """Fit on all folds of the fit part but one, read the top sentence on the one left out, for each fold:
+    the held-out SQuAD and HotpotQA first-sentence figures (the test part is not touched)."""
+    fit_qs = [q for q in qs if q.part == "fit"]
+    folds = {q.item.id: fold(q, k) for k, q in enumerate(fit_qs)}
+    hits: dict[str, list[bool]] = {"squad": [], "hotpotqa": []}
+    for f in range(CV_FOLDS):
+        fitted = fit_listwise([q for q in fit_qs if folds[q.item.id] != f], rows, keep)
+        for q in fit_qs:
+            row = rows[q.item.id]
+            if folds[q.item.id] != f or not q.item.answers or q.item.kind == "yes_no":
+                continue
+            if not row["x"]:
+                hits[q.set].append(False)
+                continue
+            scores = np.asarray(row["x"], dtype=float)[:, keep] @ fitted
+            hits[q.set].append(bool(row["y"][int(np.argmax(scores))]))
+    return {f"{name}_cv_first": _mean(v) for name, v in hits.items()}
+
+
 # --- the whole selection, rule by rule -----------------------------------------------------------------
 
 
@@ -540,6 +575,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("data/eval/ranker"))
     parser.add_argument("--write", action="store_true", help="write the fitted weights into the package")
     parser.add_argument("--ablate", action="store_true", help="refit without each feature (fit and test figures)")
+    parser.add_argument(
+        "--cv", action="store_true", help="cross-validate inside the fit part by article: all features, without each"
+    )
     parser.add_argument("--rules", action="store_true", help="the whole selection with and without each rule")
     parser.add_argument(
         "--runner-pools",
@@ -592,6 +630,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.semantic:
         rows = with_semantic(qs, rows, cosines(qs, sources, args.cache))
     everything = list(range(len(names)))
+    if args.cv:  # choosing inside the fit part: the test part is neither fitted nor read
+        print("cv all:", json.dumps(cross_validate(qs, rows, everything)))
+        for k, name in enumerate(names):
+            print(f"cv without {name}:", json.dumps(cross_validate(qs, rows, [i for i in everything if i != k])))
+        return 0
     fitted = fit_model(qs, rows, everything)
     print("weights:", {f: round(float(v), 3) for f, v in zip(names, fitted.weights, strict=True)})
     print("calibration:", np.round(fitted.calibration, 3), round(fitted.offset, 3), "at", round(fitted.answered_at, 4))

@@ -17,7 +17,7 @@ the sources answer the question at all.
   by each option's year (`verdicts.py`); how-to questions led by the best API's call signature
   (`howto_answers.py`); a second hop (a lead that names another page of the pool leads on to that page's
   typed sentence); "the difference between A and B" answered only by a lead naming both; the short answer,
-  a span of the lead given only when the lead carries a value of the asked type.
+  the lead's best span by the fitted span ranker, given only when its fitted gate passes (`short_answers.py`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.entities import clean_title, find_mentions
@@ -38,7 +37,6 @@ from research_tool.engines.text.howto_answers import api_title_match as api_titl
 from research_tool.engines.text.howto_answers import howto_answer
 from research_tool.engines.text.howto_answers import identifier_matched as identifier_matched
 from research_tool.engines.text.instructions import is_instruction_like
-from research_tool.engines.text.question_intent import PREPOSITIONS as _PREPOSITIONS
 from research_tool.engines.text.question_intent import QuestionIntent
 from research_tool.engines.text.question_intent import classify_question as classify_question
 from research_tool.engines.text.question_intent import coverage as _coverage
@@ -54,25 +52,19 @@ from research_tool.engines.text.ranker import (
     semantic_features,
 )
 from research_tool.engines.text.sentences import split_sentences
-from research_tool.engines.text.tokens import content_stems, is_stopword, stem, stem_set
+from research_tool.engines.text.short_answers import AskedFor, best_span, load_span_model
+from research_tool.engines.text.tokens import content_stems, stem_set
 from research_tool.engines.text.verdicts import choice, yes_no
 from research_tool.models.entities import normalize_key
 
 MAX_SENTENCES_PER_SOURCE = 300
 MAX_TYPED_CANDIDATES = 40
 MAX_ANSWER_SENTENCES = 4
-SHORT_ANSWER_WORDS = 8
-SHORT_NAMED_BONUS = 0.6  # a short-answer span with a name or a number in it
-SHORT_COMMON_PENALTY = 0.5  # a short-answer span of one common word
-SHORT_HEAD_BONUS = 0.5  # a short-answer span right beside the question's head noun ("which toxin")
-SHORT_HEAD_PHRASE_BONUS = 2.0  # the words before the question's head noun, with it ("a progressive tax system")
-SHORT_SLOT_BONUS = 1.0  # a span right after the question's word before its wh-word ("... become what?")
 MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 # "this notion", "these proteins", "such funding" (not "such as"): the sentence refers back to the one before
 _DEMONSTRATIVE_RE = re.compile(r"^(?:this|these|such)\b|\b(?:this|these)\s+[a-z]|\bsuch\s+(?!as\b)[a-z]", re.IGNORECASE)
-_WH_RE = re.compile(r"\b(?:which|what|who|whom|whose|when|where|how many|how much)\b", re.IGNORECASE)
 # a call signature alone on its line, or opening a module summary's line ("urlopen(url, data=None) -- Basic usage")
 _SIGNATURE_RE = re.compile(
     r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*?\))(?:[ \t]+--[ \t][^\n]*)?[ \t]*$", re.MULTILINE
@@ -310,7 +302,6 @@ def _link(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidat
 
 # --- selection ----------------------------------------------------------------------------------------
 
-SHORT_SHARE = 0.5  # a short answer only from a lead the ranker gives at least even odds (precise or null)
 BODY_SHARE = 0.1  # after the lead: sentences the ranker gives at least a one-in-ten chance of holding the answer
 RULES: frozenset[str] = frozenset(
     ["yes_no", "howto_lead", "choice", "second_hop", "support", "short_answer", "body_floor"]
@@ -324,7 +315,7 @@ class AnswerSelection:
     answered: bool
     verdict: str | None = None  # "Yes" / "No" for a yes/no question
     closest: list[Candidate] = field(default_factory=list)  # what was found, when not answered
-    span: str | None = None  # the lead's best span, given as `short_answer` only when of the asked type
+    span: str | None = None  # the lead's best span, given as `short_answer` only when the fitted gate passes it
 
 
 def select_answer(
@@ -381,43 +372,15 @@ def select_answer(
         if c in chosen:
             continue
         chosen.append(c)
-    span = short_answer(intent, lead)
-    precise = lead.filler is not None and lead.share >= SHORT_SHARE and _complete_span(span, intent.answer_type)
-    short = span if "short_answer" in rules and precise else None
-    return AnswerSelection(chosen, short, True, span=span)
+    found = best_span(asked_for(intent), lead.statement, lead.share, lead.confidence)
+    span = found.text if found is not None else None
+    precise = found is not None and found.probability >= load_span_model().threshold
+    return AnswerSelection(chosen, span if "short_answer" in rules and precise else None, True, span=span)
 
 
-_SPAN_JOINERS = frozenset(["of", "and", "the", "de", "von", "van", "du", "la", "le", "da", "del", "der", "&"])
-_SPAN_OPENERS = frozenset(
-    ["in", "under", "at", "on", "by", "from", "with", "for", "after", "before", "during", "near", "to"]
-)
-_COUNT_WORD_RE = re.compile(
-    r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozens?|hundreds?)", re.IGNORECASE
-)
-_NUMBER_WORD_RE = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|dozen)\b",
-    re.IGNORECASE,
-)
-
-
-def _complete_span(span: str | None, answer_type: str) -> bool:
-    """A span of the asked type and whole: a date or number holds a figure or number word; a name is
-    capitalised words (joined by "of", "and", "de" ...), not a clause fragment, a phrase opened by a
-    preposition or a possessive."""
-    words = (span or "").split()
-    if not words:
-        return False
-    if answer_type in _VALUE_TYPES:
-        return bool(_NUMBER_WORD_RE.search(span or ""))
-    if answer_type in _LOOSE_TYPES:
-        return (
-            words[0][:1].isupper()
-            and words[0].casefold() not in _SPAN_OPENERS  # "In Europe", "Under the old charter": a clause's start
-            and words[-1][:1].isupper()
-            and not words[-1].endswith(("'s", "’s"))
-            and all(w[:1].isupper() or w.casefold() in _SPAN_JOINERS or not w[:1].isalpha() for w in words)
-        )
-    return True
+def asked_for(intent: QuestionIntent) -> AskedFor:
+    """What the span ranker needs of the question intent (`short_answers`)."""
+    return AskedFor(intent.answer_type, intent.weights, intent.head_noun, intent.text)
 
 
 _DIFFERENCE_RE = re.compile(r"\bdifference\s+between\s+(.+?)\s+and\s+(.+?)\s*\??$", re.IGNORECASE)
@@ -470,413 +433,6 @@ def _with_support(lead: Candidate) -> list[Candidate]:
     return chosen
 
 
-# --- short answers ---------------------------------------------------------------------------------------
+# --- value types (read by the ranker) --------------------------------------------------------------
 
-
-_EXPECTED_MENTIONS: dict[str, tuple[str, ...]] = {
-    "date": ("date",),
-    "number": ("number",),
-    "person": ("person",),
-    "place": ("place",),
-    "organization": ("organization",),
-}
-_MEASURE_HEADS = frozenset(
-    stem(w) for w in ["percentage", "percent", "proportion", "share", "rate", "amount", "population", "cost",
-                      "price", "fee", "temperature", "distance", "length", "height", "weight", "size", "age"]
-)  # fmt: skip
-_QUOTED_RE = re.compile(r"[\"“]([^\"“”]{1,60})[\"”]")
-_WHAT_HEAD_RE = re.compile(r"\b(?:what|which)\s+(\w+)", re.IGNORECASE)
-_LOOSE_TYPES = frozenset(["person", "place", "organization"])  # a name the finder could not type may be one
 _VALUE_TYPES = frozenset(["date", "number"])
-_GENERIC_MODIFIERS = frozenset(
-    ["another", "other", "same", "new", "first", "last", "main", "primary", "such", "certain", "different",
-     "various", "similar", "particular", "specific", "whole", "entire", "own", "current", "original", "second"]
-)  # fmt: skip
-_KIND_WORDS = frozenset(stem(w) for w in ["kind", "type", "sort", "form", "variety"])
-_CALENDAR_RE = re.compile(
-    r"^(?:January|February|March|April|May|June|July|August|September|October|November|December|"
-    r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Spring|Summer|Autumn|Fall|Winter)$",
-    re.IGNORECASE,
-)  # a lone month or season is a time, never a name
-_LOCATIVE = frozenset(["in", "within", "inside", "at", "on", "near", "along", "beside", "between", "among", "under"])
-_SETTING_PREPOSITIONS: dict[str, frozenset[str]] = {
-    "place": _LOCATIVE,
-    "date": frozenset(["in", "during", "after", "before", "until", "since", "by", "on", "at"]),
-}  # a where/when answer may be the phrase such a preposition opens, the preposition with it
-_CLAUSE_BREAK = re.compile(r"[,;:()\u2014\"]|\s[\u2013-]\s")
-
-
-@dataclass(frozen=True)
-class _Span:
-    first: int  # token range [first, last)
-    last: int
-    typed: bool  # a mention of the expected answer type
-    mention: bool = False  # a named thing or value (entity mention)
-
-
-def short_answer(intent: QuestionIntent, lead: Candidate) -> str | None:
-    """The span of the lead that answers: among its mentions of the expected type (a date for "when", a
-    number for "how many") and its runs of words beyond the question's, the one sitting right beside the
-    question's words in the sentence (answers follow or precede what the question restates), preferring
-    names and values to common words. None when the lead has no such span."""
-    tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[\w'’.%€$£–-]+", lead.statement)]
-    if not tokens:
-        return None
-    offered = [o for o in _options(intent) if o.casefold() in lead.statement.casefold()]
-    if len(offered) == 1:
-        return offered[0]  # "Which is older, A or B?": the answer is one of the options, the one the lead names
-    in_question = [bool(matched(intent.weights, frozenset(content_stems(t)))) for _, _, t in tokens]
-    anchors = [i for i, hit in enumerate(in_question) if hit]
-    expected = _EXPECTED_MENTIONS.get(intent.answer_type, ())
-    measure = _WHAT_HEAD_RE.search(intent.text)
-    if measure is not None and stem(measure.group(1).casefold()) in _MEASURE_HEADS:
-        expected = ("number",)  # "what percentage", "what fee": a value
-    spans: list[_Span] = []
-    mentions = find_mentions(lead.statement)
-    for mention in mentions:
-        if _named_in_question(mention.text, intent):
-            continue
-        first = next((i for i, (a, b, _) in enumerate(tokens) if b > mention.start), None)
-        last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < mention.end), None)
-        lone_opener = first == last == 0 and mention.entity_type == "other" and not _inner_capital(tokens[0][2])
-        if first is None or last is None or last < first or lone_opener:
-            continue  # a lone capital opening the sentence ("Under", "Normally") is no name
-        typed = mention.entity_type in expected or (
-            mention.entity_type not in _VALUE_TYPES
-            and not _CALENDAR_RE.match(mention.text)
-            and _LOOSE_TYPES & set(expected)
-        )  # the name finder often confuses people, places and organisations: any name may be the one asked for
-        spans.append(_Span(first, last + 1, bool(typed), mention=True))
-    for quoted in _QUOTED_RE.finditer(lead.statement):  # a quoted name ("the name "X"")
-        inner = [i for i, (a, b, _) in enumerate(tokens) if a >= quoted.start(1) and b <= quoted.end(1)]
-        if inner and not all(in_question[i] for i in inner):
-            spans.append(_Span(inner[0], inner[-1] + 1, False, mention=True))
-    if "date" in expected:  # "the 19th century", "the 1960s"
-        for period in _PERIOD_RE.finditer(lead.statement):
-            inner = [i for i, (a, b, _) in enumerate(tokens) if a >= period.start() and b <= period.end()]
-            if inner and not all(in_question[i] for i in inner):
-                spans.append(_Span(inner[0], inner[-1] + 1, True, mention=True))
-    if "number" in expected:
-        spans += [  # "eight presidents", "three sons": a count in words
-            _Span(i, i + 1, True, mention=True)
-            for i, t in enumerate(tokens)
-            if _COUNT_WORD_RE.fullmatch(t[2]) and not in_question[i]
-        ]
-    spans += _joined(spans, tokens, lead.statement)
-    head_phrases = _head_phrases(intent, tokens, in_question, lead.statement)
-    # an instance ("diseases such as lupus") scores as an appositive does
-    appositives = _appositives(intent, tokens, in_question, lead.statement) + _instances(
-        tokens, in_question, lead.statement
-    )
-    cued = _cued_spans(intent, tokens, in_question, lead.statement)
-    spans += head_phrases + appositives + cued
-    run: int | None = None
-    for i, (_, _, token) in enumerate([*tokens, (len(lead.statement), 0, "")]):
-        # a run of words outside the question, not crossing a clause break (comma, dash, parenthesis)
-        gap = lead.statement[tokens[i - 1][1] : tokens[i][0]] if 0 < i < len(tokens) else ""
-        inside = bool(token) and not in_question[i] and not _CLAUSE_BREAK.search(gap)
-        if run is not None and not inside:
-            a, b = _trimmed(tokens, run, i)
-            if a > run and tokens[run][2].casefold() in _SETTING_PREPOSITIONS.get(intent.answer_type, ()):
-                # "where?": "within the stroma", a place like a name; "when?": "in old chloroplasts"
-                place = intent.answer_type == "place"
-                spans.append(_Span(run, b, place, mention=place))
-            else:
-                spans.append(_Span(a, b, False))
-            run = None
-        if bool(token) and not in_question[i] and run is None:
-            run = i
-    names = [sp for sp in spans if sp.mention]
-    spans = [
-        _Span(sp.first, min(sp.last, sp.first + SHORT_ANSWER_WORDS), sp.typed, sp.mention)
-        for sp in spans
-        if sp.last > sp.first
-        # a run inside a longer name is a fragment of it ("Free" of "Free Town of Tolt")
-        and (sp.mention or sp in cued or not any(n.first <= sp.first and sp.last <= n.last and n != sp for n in names))
-    ]
-    if expected and any(sp.typed for sp in spans):
-        spans = [sp for sp in spans if sp.typed]  # "when": a date, never a nearby common word
-    if not spans:
-        return None
-
-    def words_between(sp: _Span, anchor: int) -> int:
-        """Words between the span and the anchor, not counting stop words."""
-        lo, hi = (sp.last, anchor) if anchor >= sp.last else (anchor + 1, sp.first)
-        return sum(1 for j in range(lo, hi) if not _stop(tokens[j][2]))
-
-    named_at = {i for sp in spans if sp.mention for i in range(sp.first, sp.last)}
-    heads = [i for i in anchors if stem(tokens[i][2].casefold()) in intent.head_terms]
-    # "... can become what?", "... rather than what?": the answer fills the slot after the word before the wh-word
-    slot_words = _before_wh(intent.text) | _final_verb(intent.text)
-    slots = (
-        [i for i in anchors if matched(slot_words, frozenset([stem(tokens[i][2].casefold())]))] if slot_words else []
-    )
-
-    # "Who was it directed against?": the answer follows the question's stranded preposition in the sentence
-    stranded = _stranded(intent.text)
-    after_stranded = {i + 1 for i, t in enumerate(tokens) if t[2].casefold() in stranded}
-
-    def named(sp: _Span) -> bool:
-        """A name or a value: a mention, a number, or a capital that does not merely open the sentence."""
-        return any(
-            i in named_at or tokens[i][2][:1].isdigit() or (i > 0 and tokens[i][2][:1].isupper())
-            for i in range(sp.first, sp.last)
-        )
-
-    def fit(sp: _Span) -> float:
-        before = sorted(words_between(sp, a) for a in anchors if a < sp.first)
-        after = sorted(words_between(sp, a) for a in anchors if a >= sp.last)
-        # answers sit at one edge of what the sentence restates of the question, not inside it
-        closeness = max(sum(1.0 / (1 + g) for g in side[:3]) for side in (before, after))
-        is_named = named(sp)
-        common = sp.last - sp.first == 1 and not is_named  # one common word ("level", "taking"): rarely the answer
-        beside_head = any(h < sp.first and words_between(sp, h) == 0 for h in heads)  # "which toxin": "toxin called X"
-        return (
-            closeness
-            + (SHORT_HEAD_PHRASE_BONUS if sp in head_phrases else 0.0)
-            + (SHORT_HEAD_PHRASE_BONUS + SHORT_HEAD_BONUS if sp in appositives else 0.0)
-            + (SHORT_HEAD_PHRASE_BONUS if sp in cued else 0.0)
-            + (SHORT_NAMED_BONUS if is_named else 0.0)
-            + (SHORT_HEAD_BONUS if beside_head else 0.0)
-            + (SHORT_SLOT_BONUS if any(h < sp.first and words_between(sp, h) == 0 for h in slots) else 0.0)
-            - (SHORT_COMMON_PENALTY if common else 0.0)
-            + (SHORT_SLOT_BONUS if _follows(sp.first, after_stranded, tokens) else 0.0)
-        )
-
-    best = max(spans, key=lambda sp: (fit(sp), sp.last - sp.first))
-    last = best.last
-    if last < len(tokens) and last in heads and last - best.first < SHORT_ANSWER_WORDS:
-        last += 1  # "a progressive tax system": the head noun completes the phrase it ends
-    return lead.statement[tokens[best.first][0] : tokens[last - 1][1]].strip(" ,.;:")
-
-
-_STRANDABLE = _PREPOSITIONS | {"of", "as", "than"}
-_ADJUNCT_OPENERS = frozenset(["during", "in", "at", "on", "after", "before", "since", "when", "while", "until"])
-
-
-def _stranded(question: str) -> frozenset[str]:
-    """The prepositions the question leaves without their object ("... directed against?", "translated
-    into during the era of X?"): the last word, or one followed straight away by an adjunct's opener."""
-    words = [w.casefold() for w in re.findall(r"[\w'’-]+", question)]
-    out = {w for w, nxt in pairwise(words) if w in _STRANDABLE - {"out", "up", "off"} and nxt in _ADJUNCT_OPENERS}
-    if words and words[-1] in _STRANDABLE:
-        out.add(words[-1])
-    return frozenset(out)
-
-
-def _follows(first: int, slots: set[int], tokens: list[tuple[int, int, str]]) -> bool:
-    """The span starting at `first` fills a slot: it starts there, or one function word after ("the")."""
-    return first in slots or (first - 1 in slots and _stop(tokens[first - 1][2]))
-
-
-def _inner_capital(word: str) -> bool:
-    """ "Chu'Tsai", "McAdam", "al-Rashid": a capital inside the word marks a name even where the word opens
-    the sentence and could otherwise be any capitalised word ("Under", "Normally")."""
-    return any(ch.isupper() for ch in word[1:])
-
-
-def _before_wh(question: str) -> frozenset[str]:
-    """The stem of the content word right before a wh-word that does not open the question ("Tumors ... can
-    become what?" -> "become"), or nothing."""
-    match = re.search(r"((?:\w[\w'’-]*\s+)+?)(?:what|which|whom|who)\b", question.strip(), re.IGNORECASE)
-    if match is None:
-        return frozenset()
-    content = [w for w in match.group(1).split() if not is_stopword(w)]
-    if not content:
-        return frozenset()
-    return frozenset(content_stems(content[-1]))
-
-
-_DO_QUESTION_RE = re.compile(
-    r"^\s*(?:what|who|whom|which\s+[\w'’-]+|what\s+[\w'’-]+)\s+(?:do|does|did)\s+.*?\b([a-z][\w'’-]*)\s*\??\s*$",
-    re.IGNORECASE,
-)
-
-
-def _final_verb(question: str) -> frozenset[str]:
-    """ "What do chloroplasts in mesophyll cells lack?": the question ends on its verb, whose object it asks
-    for, so the answer fills the slot after that verb in the sentence ("they lack rubisco")."""
-    match = _DO_QUESTION_RE.match(question)
-    if match is None or match.group(1).casefold() in _STRANDABLE or is_stopword(match.group(1)):
-        return frozenset()
-    return frozenset(content_stems(match.group(1)))
-
-
-def _options(intent: QuestionIntent) -> list[str]:
-    """The named options of a choice question ("Which is older, the A or the B?"): the last name before its
-    final " or " and the first after it; none for any other question."""
-    left, sep, right = intent.text.rpartition(" or ")
-    if not sep or not _WH_RE.match(intent.text.strip()):
-        return []
-    before = [n for n in intent.names if n in left]
-    after = [n for n in intent.names if n in right]
-    return [before[-1], after[0]] if before and after else []
-
-
-def _head_phrases(
-    intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
-) -> list[_Span]:
-    """ "What system ...?", "What kind of pigments ...?": the words the sentence puts before the question's
-    head noun name the kind asked for ("a progressive tax system", "phycobilin pigments"): the phrase they
-    make with the head, when at least one of them is not the question's."""
-    out = []
-    for h, (_, _, token) in enumerate(tokens):
-        key = stem(token.casefold())
-        if not in_question[h] or key != intent.head_noun or key in _KIND_WORDS:
-            continue
-        first = h
-        while (
-            first > 0
-            and h - first < SHORT_ANSWER_WORDS - 1
-            and (not in_question[first - 1] or stem(tokens[first - 1][2].casefold()) in intent.head_terms)
-            and not _stop(tokens[first - 1][2])
-            and not _CLAUSE_BREAK.search(text[tokens[first - 1][1] : tokens[first][0]])
-        ):
-            first -= 1
-        while first < h and tokens[first][2].casefold() in _GENERIC_MODIFIERS:
-            first += 1  # "another toxin", "the main logo": no kind named
-        if not all(in_question[first:h]):
-            out.append(_Span(first, h + 1, False))
-    return out
-
-
-def _appositives(
-    intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
-) -> list[_Span]:
-    """ "What crop ...?": "a major food crop, sorghum, along with ...": the words set off by a comma right
-    after the question's head noun name it (not when an instance cue follows: `_instances` reads those)."""
-    out = []
-    for h in range(len(tokens) - 1):
-        if not in_question[h] or stem(tokens[h][2].casefold()) != intent.head_noun or _instance_cue(tokens, h + 1):
-            continue
-        if text[tokens[h][1] : tokens[h + 1][0]].strip() != ",":
-            continue
-        last = h + 1
-        while (
-            last < len(tokens)
-            and last - h <= SHORT_ANSWER_WORDS
-            and (last == h + 1 or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
-        ):
-            last += 1
-        closed = last < len(tokens) and _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]])
-        if closed and not all(in_question[h + 1 : last]):
-            out.append(_Span(h + 1, last, False))  # an appositive closed by a comma or dash, not the clause's end
-    return out
-
-
-def _instances(tokens: list[tuple[int, int, str]], in_question: list[bool], text: str) -> list[_Span]:
-    """ "What is an autoimmune disease that ...?": "autoimmune diseases such as lupus erythematosus": the words
-    after a question word and "such as", "including" or "like" name an instance of it, up to the clause's end
-    or the question's next word ("lupus erythematosus strike women": not "strike")."""
-    out = []
-    for h in range(len(tokens) - 1):
-        cue = _instance_cue(tokens, h + 1) if in_question[h] else 0
-        if not cue:
-            continue
-        first = h + 1 + cue
-        last = _clause_end(tokens, text, first)
-        last = next((i for i in range(first, last) if in_question[i]), last)
-        if last > first:
-            out.append(_Span(first, last, False))
-    return out
-
-
-def _instance_cue(tokens: list[tuple[int, int, str]], at: int) -> int:
-    """The length in words of the instance cue ("such as", "including", "like") starting at `at`, or 0."""
-    following = [t.casefold() for _, _, t in tokens[at : at + 3]]
-    if following[:2] == ["such", "as"] and len(following) == 3:
-        return 2
-    return 1 if len(following) >= 2 and following[0] in ("including", "like") else 0
-
-
-def _clause_end(tokens: list[tuple[int, int, str]], text: str, first: int) -> int:
-    """Where a span starting at `first` ends: at most SHORT_ANSWER_WORDS words, not across a clause break."""
-    last = first
-    while (
-        last < len(tokens)
-        and last - first < SHORT_ANSWER_WORDS
-        and (last == first or not _CLAUSE_BREAK.search(text[tokens[last - 1][1] : tokens[last][0]]))
-    ):
-        last += 1
-    return last
-
-
-_MANNER_RE = re.compile(
-    r"^\s*how\s+(?!many\b|much\b|long\b|old\b|far\b|often\b|big\b|large\b|tall\b|high\b|wide\b|deep\b|soon\b)",
-    re.IGNORECASE,
-)
-_REASON_CUES: tuple[tuple[str, ...], ...] = (
-    ("because", "of"), ("because",), ("due", "to"), ("owing", "to"), ("as", "a", "result", "of"), ("in", "order", "to"),
-    ("so", "that"), ("for", "fear"), ("out", "of"),
-)  # fmt: skip
-_MANNER_CUES: tuple[tuple[str, ...], ...] = (("by", "means", "of"), ("by",), ("through",), ("using",))
-
-
-_NAMING_RE = re.compile(r"\b(?:name|named|called|known as|termed|titled|nickname)\b", re.IGNORECASE)
-_NAMING_CUES: tuple[tuple[str, ...], ...] = (
-    ("the", "name"),
-    ("named",),
-    ("called",),
-    ("known", "as"),
-    ("termed",),
-    ("titled",),
-    ("dubbed",),
-    ("nicknamed",),
-)
-
-
-def _cued_spans(
-    intent: QuestionIntent, tokens: list[tuple[int, int, str]], in_question: list[bool], text: str
-) -> list[_Span]:
-    """ "Why ...?": the words after "because (of)", "due to", "for fear" ("for fear of betrayal"); "How do
-    members vote?": the words after "by (means of)", "through", "using"; "What is X called?", "What did X name
-    itself?": the words after "called", "named", "known as", "the name". Up to the clause's end."""
-    if intent.answer_type == "reason":
-        cues = _REASON_CUES
-    elif _MANNER_RE.match(intent.text):
-        cues = _MANNER_CUES
-    elif _NAMING_RE.search(intent.text):
-        cues = _NAMING_CUES
-    else:
-        return []
-    lowered = [t.casefold() for _, _, t in tokens]
-    out = []
-    for i in range(len(tokens)):
-        cue = next((c for c in cues if tuple(lowered[i : i + len(c)]) == c), None)
-        if cue is None:
-            continue
-        first = i + len(cue) if cue[0] != "for" else i + 1  # "for fear of X": the fear is the reason
-        last = _clause_end(tokens, text, first)
-        first, last = _trimmed(tokens, first, last)  # "named after the X": the X
-        if last > first and not all(in_question[first:last]):
-            out.append(_Span(first, last, False))
-    return out
-
-
-def _joined(spans: Sequence[_Span], tokens: list[tuple[int, int, str]], text: str) -> list[_Span]:
-    """Mentions joined by "and" or listed with commas ("Ann Lee and Bo Lee", "A, B, and C"): one answer
-    span each run, when it fits in a short answer."""
-    mentions = sorted((sp for sp in spans if sp.mention), key=lambda sp: sp.first)
-    out = []
-    start: _Span | None = None
-    for a, b in pairwise(mentions):
-        between = text[tokens[a.last - 1][1] : tokens[b.first][0]].strip()
-        if between in ("and", "or", "&", ",", ", and", ", or"):
-            start = start or a
-            if b.last - start.first <= SHORT_ANSWER_WORDS:
-                out.append(_Span(start.first, b.last, start.typed, mention=True))
-        else:
-            start = None
-    return out
-
-
-def _trimmed(tokens: list[tuple[int, int, str]], a: int, b: int) -> tuple[int, int]:
-    while a < b and _stop(tokens[a][2]):
-        a += 1
-    while b > a and _stop(tokens[b - 1][2]):
-        b -= 1
-    return a, b
-
-
-def _stop(token: str) -> bool:
-    return is_stopword(token)

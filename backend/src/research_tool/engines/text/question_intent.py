@@ -15,7 +15,7 @@ from research_tool.engines.text.entities import find_mentions
 from research_tool.engines.text.howto_queries import is_howto
 from research_tool.engines.text.keyphrases import query_words
 from research_tool.engines.text.ranker import matched
-from research_tool.engines.text.slots import required_slots
+from research_tool.engines.text.slots import required_slots, which_slot
 from research_tool.engines.text.tokens import content_stems, is_stopword, stem
 
 AnswerType = Literal[
@@ -74,6 +74,9 @@ def classify_question(question: str) -> QuestionIntent:
     slot = required_slots(asked)[0]
     kind = slot.kind
     answer_type: AnswerType
+    kind_of = _KIND_OF_RE.match(text)
+    if kind == "entity" and not slot.terms and kind_of is not None:
+        slot = which_slot(kind_of.group(1).casefold())  # "What type of prime distribution ...?": the distribution
     head_terms = frozenset(stem(t) for t in slot.terms)
     if is_howto(text):
         answer_type = "howto"
@@ -129,6 +132,13 @@ def _asked_sentence(text: str) -> str:
     pieces = re.split(r"(?<=[.!])\s+(?=[A-Z])", text)
     last = pieces[-1]
     return last if len(pieces) > 1 and _QUESTION_OPENER_RE.match(last) else text
+
+
+_KIND_OF_RE = re.compile(
+    r"^(?:in |of |for )?(?:which|what)\s+(?:kind|type|sort|form|variety)s?\s+of\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+"
+    r"(?:is|was|are|were|did|does|do|has|had|have|can|could|will|would)\b",
+    re.IGNORECASE,
+)
 
 
 def _person_head(text: str) -> bool:
