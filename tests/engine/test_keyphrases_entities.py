@@ -1,11 +1,15 @@
+from research_tool.engines.offline import extract_source
 from research_tool.engines.text.entities import (
     classify_by_definition,
     clean_title,
     extract_entities,
     find_mentions,
+    is_sentence_case_word,
+    sentence_case_words,
 )
 from research_tool.engines.text.keyphrases import build_query, keyphrases, query_signature
 from research_tool.engines.text.tokens import stem
+from research_tool.models.entities import SourceResult
 from tests.engine.corpus_texts import KISS_AND_TELL, SHIRLEY_TEMPLE
 
 QUESTION = "Which government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
@@ -88,3 +92,28 @@ def test_a_docstring_phrase_about_a_code_literal_is_no_entity() -> None:
     names = {e.name for e in extract_entities(text, "file:///notes.txt", 0)}
     assert "Garden Gate" in names and "Mira Holt" in names
     assert not any("True" in name or "None" in name for name in names)
+
+
+def test_a_word_capitalised_only_where_a_sentence_opens_is_no_entity_to_list() -> None:
+    statements = [
+        "Called when the kettle boils over.",
+        "The handler is called once per kettle, and Brindle logs it.",
+        "Brindle keeps the kettle warm. Executes the plan quietly.",
+    ]
+    common = sentence_case_words(statements)
+    assert is_sentence_case_word("Called", common)  # "called" in lower case, never capitalised mid-sentence
+    assert not is_sentence_case_word("Brindle", common)  # a name: capitalised mid-sentence
+    assert not is_sentence_case_word("Executes", common)  # never written in lower case: kept (no evidence)
+    assert not is_sentence_case_word("Called Back", common)  # several words: a title, not a sentence opening
+
+
+def test_a_reference_pages_subject_is_its_name_without_the_summary_after_the_dash() -> None:
+    page = SourceResult(
+        url="file:///docs/kettle.html",
+        title="kettle.boil \u2014 Boil water in the kettle.",
+        source_name="local",
+        full_content="kettle.boil(litres) heats the water until it boils.",
+    )
+    result = extract_source("How do I boil water?", page, 1, max_facts=5)
+    assert "kettle.boil" in [e.name for e in result.entities]
+    assert not any("\u2014" in e.name for e in result.entities)

@@ -101,8 +101,9 @@ def extract_source(query: str, source: SourceResult, iteration: int, max_facts: 
 
 
 def _document_entity(source: SourceResult, iteration: int) -> Entity | None:
-    """The document's own subject (its title), typed by its defining first sentence."""
-    title = clean_title(source.title or "")
+    """The document's own subject (its title, without a reference page's summary after a dash: "asyncio" of
+    "asyncio \u2014 The asyncio package"), typed by its defining first sentence."""
+    title = clean_title(source.title or "").split(" \u2014 ")[0].strip()
     key = normalize_key(title)
     if not key or source.source_name not in ("local", "wikipedia") or len(title) > 80:
         return None

@@ -12,6 +12,7 @@ from typing import Any
 
 from research_tool.core.errors import BadInputError
 from research_tool.engines.base import NumberedSource, SynthesisDraft
+from research_tool.engines.text.entities import is_sentence_case_word, sentence_case_words
 from research_tool.models.entities import Citation, Fact, utc_now_iso
 from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
 from research_tool.models.state import ResearchState
@@ -105,9 +106,10 @@ def build_findings(draft: SynthesisDraft, facts: dict[str, Fact]) -> list[Findin
 
 
 def build_entities(state: ResearchState, limit: int = 30) -> list[ReportEntity]:
-    entities = sorted((state.get("entities") or {}).values(), key=lambda e: (-len(e.get("sources", [])), e["name"]))[
-        :limit
-    ]
+    """The entities most sources name, without common words a sentence opened with ("Called", "Execute")."""
+    common = sentence_case_words(f["statement"] for f in (state.get("facts") or {}).values())
+    named = [e for e in (state.get("entities") or {}).values() if not is_sentence_case_word(e["name"], common)]
+    entities = sorted(named, key=lambda e: (-len(e.get("sources", [])), e["name"]))[:limit]
     return [
         ReportEntity(
             name=e["name"],

@@ -9,10 +9,11 @@ that defines a document's subject: "X was an American actress" makes X a person)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from research_tool.engines.text.tokens import is_stopword
+from research_tool.engines.text.tokens import is_stopword, stem
 from research_tool.models.entities import Entity, EntityType, normalize_key
 
 _MONTHS = (
@@ -47,6 +48,8 @@ _CODE_RE = re.compile(
     r"|\b([a-z]+_[a-z_0-9]+)\b"
     r"|\b([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\b"
 )
+_LOWER_WORD_RE = re.compile(r"\b[a-z][a-z]+\b")
+_MID_SENTENCE_CAPITAL_RE = re.compile(r"(?<=[a-z0-9,;] )[A-Z][a-z]+\b")
 _QUOTED_RE = re.compile(r"[\"“]([A-Z0-9][^\"“”\n]{1,80}?)[\"”]")
 _CAP_WORD = r"(?:(?:Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Ft)\.|[A-Z]\.(?=\s?[A-Z])|[A-Z][\w'’\-]*)"
 _CONNECTOR = r"(?:of|the|de|da|di|del|della|von|van|der|den|la|le|du|y|and|for|on|in|&)"
@@ -302,6 +305,23 @@ def is_entity_name(text: str) -> bool:
     if _CODE_LITERALS & set(words):
         return False  # "Return True", "Defaults to None": a docstring's phrase about a value, not a name
     return not all(is_stopword(w) for w in words)
+
+
+def sentence_case_words(texts: Iterable[str]) -> frozenset[str]:
+    """The stems of words these texts write in lower case and capitalise only where a sentence opens ("Called when ...",
+    "Execute the file", "Optional arguments"): common words, where a name ("in Python") is capitalised
+    mid-sentence too."""
+    lower: set[str] = set()
+    named: set[str] = set()
+    for text in texts:
+        lower.update(stem(w) for w in _LOWER_WORD_RE.findall(text))
+        named.update(stem(w.casefold()) for w in _MID_SENTENCE_CAPITAL_RE.findall(text))
+    return frozenset(lower - named)
+
+
+def is_sentence_case_word(name: str, common: frozenset[str]) -> bool:
+    """One capitalised word whose stem is one of `common` (see `sentence_case_words`): no entity to list."""
+    return " " not in name and name[:1].isupper() and name[1:].islower() and stem(name.casefold()) in common
 
 
 def extract_entities(text: str, source_url: str, iteration: int) -> list[Entity]:
