@@ -17,6 +17,9 @@ The pools are the sources the real runner gave the answer selection (`python -m 
    answerable questions) on the fit part and, with `--test-pools`, the test part; as `eval.answers` counts
    them (yes/no verdicts and choice options count as given short answers, as the runner gives them). With
    `--ablate`: everything refitted without each feature, the threshold chosen again on the fit part.
+5. The operating point's spread (`fit_cv_margin`): for target precisions 0.70-0.80, the threshold each gives
+   on the cross-validated fit leads and how often a runner-sized read (`TEST_SIZE` questions from 12
+   articles drawn with replacement from the fit part's) reaches precision 0.70. `--target` sets the one used.
 """
 
 from __future__ import annotations
@@ -49,9 +52,12 @@ from research_tool.eval.multihop import DEFAULT_EVAL_DIR
 
 TIGHT_EXTRA = 2
 TARGET_PRECISION = 0.75
+BOOTSTRAP = 1000  # resamples of the fit part's articles for the operating point's spread
+TEST_SIZE = 200  # answerable SQuAD questions in a runner read of one part
 L2_RANK = 0.01
 L2_GATE = 0.01
 FOLDS = 5
+ARTICLE_FOLDS = 4
 SEED = 7
 VALUE_TYPES = ("date", "number")
 NAME_TYPES = ("person", "place", "organization")
@@ -66,6 +72,7 @@ class SpanRows:
     tight: np.ndarray
     right: np.ndarray  # holds the gold in at most 8 words
     asks: str = ""  # the question's answer type
+    article: str = ""  # the SQuAD article of its question ("s24")
 
 
 @dataclass
@@ -78,6 +85,7 @@ class Lead:
     asked: AskedFor | None = None
     share: float = 0.0
     confidence: float = 0.0
+    article: str = ""  # the gold paragraph's article ("s24")
 
 
 def span_rows(asked: AskedFor, statement: str, answers: Sequence[str]) -> SpanRows | None:
@@ -107,6 +115,7 @@ def gold_sentence_rows(eval_dir: Path) -> list[SpanRows]:
             continue
         rows = span_rows(asked_for(intent), " ".join(sentence.split()), item.answers)
         if rows is not None and rows.tight.any():
+            rows.article = doc[:3]
             out.append(rows)
     return out
 
@@ -135,15 +144,18 @@ def index_leads(eval_dir: Path, cache: Path, skip: set[str]) -> list[Lead]:
 
 def lead_of(item: Item, sources: list[NumberedSource]) -> Lead:
     sel = select_answer(item.question, sources, rules=RULES - {"short_answer"})
+    article = next(iter(item.gold_docs), "")[:3]
     if sel.short_answer:
         short = sel.short_answer
-        return Lead(short, contains_gold(short, item.answers) and word_count(short) <= SPAN_WORDS, None)
+        right = contains_gold(short, item.answers) and word_count(short) <= SPAN_WORDS
+        return Lead(short, right, None, article=article)
     if not sel.answered or not sel.sentences:
-        return Lead(None, False, None)
+        return Lead(None, False, None, article=article)
     intent = classify_question(item.question)
     lead = sel.sentences[0]
     asked = asked_for(intent)
-    return Lead(None, False, span_rows(asked, lead.statement, item.answers), asked, lead.share, lead.confidence)
+    rows = span_rows(asked, lead.statement, item.answers)
+    return Lead(None, False, rows, asked, lead.share, lead.confidence, article)
 
 
 # --- fitting ---------------------------------------------------------------------------------------------
@@ -245,13 +257,53 @@ def figures_at(
     return (right_given / given if given else 0.0), given / max(1, len(leads))
 
 
-def choose_threshold(leads: Sequence[Lead], probs: dict[int, float], right: dict[int, bool]) -> float:
-    """The lowest threshold whose precision reaches TARGET_PRECISION (most coverage), else the most precise."""
+def choose_threshold(
+    leads: Sequence[Lead], probs: dict[int, float], right: dict[int, bool], target: float | None = None
+) -> float:
+    """The lowest threshold whose precision reaches `target` (default TARGET_PRECISION; most coverage), else
+    the most precise."""
+    target = TARGET_PRECISION if target is None else target
     grid = sorted(set(probs.values()))
-    ok = [t for t in grid if figures_at(leads, probs, right, t)[0] >= TARGET_PRECISION]
+    ok = [t for t in grid if figures_at(leads, probs, right, t)[0] >= target]
     if ok:
         return min(ok)
     return max(grid, key=lambda t: figures_at(leads, probs, right, t)[0]) if grid else 0.5
+
+
+def margin_table(leads: Sequence[Lead], probs: dict[int, float], right: dict[int, bool]) -> list[str]:
+    """For each target precision: the threshold it gives on the cross-validated fit leads, its precision and
+    coverage there, how often a runner-sized read (TEST_SIZE questions drawn from 12 articles drawn with
+    replacement from the fit part's) has precision >= 0.70, and that precision's 10th / 50th / 90th
+    percentiles: the spread a single test read has at each operating point."""
+    articles: dict[str, list[int]] = {}
+    for i, lead in enumerate(leads):
+        articles.setdefault(lead.article, []).append(i)
+    names = sorted(articles)
+    rng = random.Random(SEED)
+    draws = []
+    for _ in range(BOOTSTRAP):
+        pool = [i for a in rng.choices(names, k=12) for i in articles[a]]
+        draws.append(rng.choices(pool, k=TEST_SIZE))
+    out = []
+    for target in (0.70, 0.72, 0.75, 0.78, 0.80):
+        at = choose_threshold(leads, probs, right, target)
+        given = [lead.fixed is not None or probs.get(i, -1.0) >= at for i, lead in enumerate(leads)]
+        good = [
+            g and (lead.fixed_right if lead.fixed is not None else right[i])
+            for i, (g, lead) in enumerate(zip(given, leads, strict=True))
+        ]
+        precisions = []
+        for draw in draws:
+            n = sum(given[i] for i in draw)
+            precisions.append(sum(good[i] for i in draw) / n if n else 0.0)
+        q = np.quantile(precisions, [0.1, 0.5, 0.9])
+        p, c = figures_at(leads, probs, right, at)
+        reach = float(np.mean([x >= 0.70 for x in precisions]))
+        out.append(
+            f"target {target:.2f}: threshold {at:.3f}, cv precision {p:.3f} coverage {c:.3f}; "
+            f"P(read >= 0.70) {reach:.2f}; read precision p10 {q[0]:.3f} p50 {q[1]:.3f} p90 {q[2]:.3f}"
+        )
+    return out
 
 
 def cross_validated(
@@ -269,6 +321,36 @@ def cross_validated(
         for j in held:
             probs[where[j]] = float(1 / (1 + np.exp(-(x[j] @ w + b))))
     return probs, {where[j]: bool(y[j]) for j in range(len(where))}
+
+
+def fold_of(article: str) -> int:
+    """The article fold of a SQuAD article id ("s24" -> 24 % ARTICLE_FOLDS)."""
+    return int(article[1:]) % ARTICLE_FOLDS
+
+
+def article_cross_validated(
+    sentences: Sequence[SpanRows], leads: Sequence[Lead], keep: Sequence[int], gate_keep: Sequence[str]
+) -> tuple[dict[int, float], dict[int, bool], float]:
+    """Nested cross-validation by article (`ARTICLE_FOLDS` folds, article number modulo the folds): the span
+    ranker and the gate are fitted on the other folds' articles (their gold sentences and leads) and read on
+    the held-out articles' leads; also the held-out gold sentences' span accuracy. No question's gold sentence
+    helps fit the ranker that reads its lead, which the lead-level folds of `cross_validated` allow."""
+    probs: dict[int, float] = {}
+    right: dict[int, bool] = {}
+    hits: list[float] = []
+    for f in range(ARTICLE_FOLDS):
+        train = [lead for lead in leads if lead.article and fold_of(lead.article) != f]
+        own = [lead.spans for lead in train if lead.spans is not None and lead.spans.tight.any()]
+        rank = fit_listwise([*(r for r in sentences if fold_of(r.article) != f), *own], keep)
+        hits += [r.right[best(r, rank, keep)[0]] for r in sentences if fold_of(r.article) == f]
+        x, y, _ = gate_data(train, rank, keep, gate_keep)
+        weights, bias = logistic(x, y)
+        held = [i for i, lead in enumerate(leads) if lead.article and fold_of(lead.article) == f]
+        x2, y2, where = gate_data([leads[i] for i in held], rank, keep, gate_keep)
+        for j, i in enumerate(where):
+            probs[held[i]] = float(1 / (1 + np.exp(-(x2[j] @ weights + bias))))
+            right[held[i]] = bool(y2[j])
+    return probs, right, float(np.mean(hits))
 
 
 def fit_all(
@@ -324,18 +406,21 @@ def write(fitted: Fitted, provenance: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global TIGHT_EXTRA
+    global TIGHT_EXTRA, TARGET_PRECISION
     parser = argparse.ArgumentParser(prog="python -m research_tool.eval.fit_spans")
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     parser.add_argument("--fit-pools", type=Path, required=True, help="answers --sets squad --part fit --capture")
     parser.add_argument("--index-cache", type=Path, help="also fit the gate on fit_ranker's index pools (cached here)")
     parser.add_argument("--test-pools", type=Path, help="answers --sets squad --part test --capture (read once)")
     parser.add_argument("--tight-extra", type=int, default=TIGHT_EXTRA)
+    parser.add_argument("--target", type=float, default=TARGET_PRECISION, help="CV precision the threshold needs")
     parser.add_argument("--without", default="", help="comma-separated features left out (span or gate)")
     parser.add_argument("--write", action="store_true", help="write the weights beside the module")
     parser.add_argument("--ablate", action="store_true", help="refit without each feature (needs --test-pools)")
+    parser.add_argument("--by-article", action="store_true", help="also the nested cross-validation by article")
     args = parser.parse_args(argv)
     TIGHT_EXTRA = args.tight_extra
+    TARGET_PRECISION = args.target
     sentences = gold_sentence_rows(args.eval_dir)
     runner_fit = runner_leads(args.eval_dir, args.fit_pools, "fit")
     captured = set(json.loads(args.fit_pools.read_text(encoding="utf-8")))
@@ -358,9 +443,20 @@ def main(argv: list[str] | None = None) -> int:
         "runner_fit_cv_curve": curve(runner_fit, runner_cv, right),
         "fit_cv_at_threshold": figures_at(fit, cv, right, fitted.threshold),
         "runner_fit_cv_at_threshold": figures_at(runner_fit, runner_cv, right, fitted.threshold),
+        "fit_cv_margin": margin_table(fit, cv, right),
         "runner_fit": read(runner_fit, fitted),
         "span_right": span_accuracy(sentences, runner_fit, fitted),
     }
+    if args.by_article:
+        nested, nested_right, accuracy = article_cross_validated(sentences, fit, keep, gate_keep)
+        at = choose_threshold(fit, nested, nested_right)
+        report["by_article"] = {
+            "held_out_gold_sentence_span_right": round(accuracy, 3),
+            "threshold": round(at, 4),
+            "at_threshold": figures_at(fit, nested, nested_right, at),
+            "curve": curve(fit, nested, nested_right),
+            "margin": margin_table(fit, nested, nested_right),
+        }
     if test is not None:
         report["test"] = read(test, fitted)
         report["test_questions"] = len(test)
