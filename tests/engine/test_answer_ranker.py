@@ -9,14 +9,10 @@ from collections.abc import Sequence
 import pytest
 
 from research_tool.engines.base import NumberedSource, SynthesisInput
-from research_tool.engines.text.answering import (
-    RULES,
-    build_candidates,
-    classify_question,
-    rank_candidates,
-    select_answer,
-)
+from research_tool.engines.text.answering import RULES, rank_candidates, select_answer
+from research_tool.engines.text.candidates import build_candidates
 from research_tool.engines.text.entities import extract_entities
+from research_tool.engines.text.question_intent import classify_question
 from research_tool.engines.text.ranker import (
     FEATURES,
     SEMANTIC_CANDIDATES,

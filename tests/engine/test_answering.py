@@ -5,17 +5,11 @@ from __future__ import annotations
 
 from research_tool.engines.base import NumberedSource, SynthesisInput
 from research_tool.engines.offline import OfflineEngine
-from research_tool.engines.text.answering import (
-    action_name_bonus,
-    api_title_match,
-    asked_for,
-    build_candidates,
-    classify_question,
-    identifier_matched,
-    rank_candidates,
-    select_answer,
-)
+from research_tool.engines.text.answering import asked_for, rank_candidates, select_answer
+from research_tool.engines.text.candidates import build_candidates
 from research_tool.engines.text.facts import is_declarative
+from research_tool.engines.text.howto_answers import action_name_bonus, api_title_match, identifier_matched
+from research_tool.engines.text.question_intent import classify_question
 from research_tool.engines.text.short_answers import best_span
 from research_tool.models.entities import SourceResult
 

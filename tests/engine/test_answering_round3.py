@@ -4,7 +4,8 @@ hand-written pages."""
 from __future__ import annotations
 
 from research_tool.engines.base import NumberedSource
-from research_tool.engines.text.answering import classify_question, select_answer
+from research_tool.engines.text.answering import select_answer
+from research_tool.engines.text.question_intent import classify_question
 from research_tool.models.entities import SourceResult
 
 

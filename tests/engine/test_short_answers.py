@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from research_tool.engines.base import NumberedSource
-from research_tool.engines.text.answering import asked_for, classify_question, select_answer
+from research_tool.engines.text.answering import asked_for, select_answer
+from research_tool.engines.text.question_intent import classify_question
 from research_tool.engines.text.short_answers import candidate_spans
 from research_tool.engines.text.tokens import is_stopword
 from research_tool.models.entities import SourceResult

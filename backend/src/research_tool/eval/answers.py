@@ -36,7 +36,8 @@ from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text import synthesis
-from research_tool.engines.text.answering import AnswerSelection, build_candidates
+from research_tool.engines.text.answering import AnswerSelection
+from research_tool.engines.text.candidates import build_candidates
 from research_tool.engines.text.ranker import bm25_scores
 from research_tool.engines.text.tokens import content_stems
 from research_tool.eval.multihop import DEFAULT_EVAL_DIR, doc_id, load_hotpotqa

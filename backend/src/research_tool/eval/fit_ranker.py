@@ -39,14 +39,9 @@ import numpy as np
 
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text import ranker
-from research_tool.engines.text.answering import (
-    RULES,
-    AnswerSelection,
-    build_candidates,
-    classify_question,
-    rank_candidates,
-    select_answer,
-)
+from research_tool.engines.text.answering import RULES, AnswerSelection, rank_candidates, select_answer
+from research_tool.engines.text.candidates import build_candidates
+from research_tool.engines.text.question_intent import classify_question
 from research_tool.engines.text.ranker import FEATURES, SEMANTIC_FEATURES, Model
 from research_tool.eval.answers import (
     SQUAD_HELD_OUT_EVERY,

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from research_tool.engines.base import NumberedSource
-from research_tool.engines.text.answering import RULES, asked_for, classify_question, select_answer
+from research_tool.engines.text.answering import RULES, asked_for, select_answer
+from research_tool.engines.text.question_intent import classify_question
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.short_answers import (
     GATE_FEATURES,

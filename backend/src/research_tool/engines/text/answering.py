@@ -28,17 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from research_tool.engines.base import NumberedSource
-from research_tool.engines.text.entities import clean_title, find_mentions
-from research_tool.engines.text.facts import clean_statement, is_declarative
-from research_tool.engines.text.howto_answers import API_TITLE_MIN_MATCH as API_TITLE_MIN_MATCH
-from research_tool.engines.text.howto_answers import CODE_SPAN_RE as _CODE_SPAN_RE
-from research_tool.engines.text.howto_answers import action_name_bonus as action_name_bonus
-from research_tool.engines.text.howto_answers import api_title_match as api_title_match
-from research_tool.engines.text.howto_answers import howto_answer
-from research_tool.engines.text.howto_answers import identifier_matched as identifier_matched
-from research_tool.engines.text.instructions import is_instruction_like
-from research_tool.engines.text.question_intent import QuestionIntent
-from research_tool.engines.text.question_intent import classify_question as classify_question
+from research_tool.engines.text.candidates import Candidate, SourceDoc, build_candidates
+from research_tool.engines.text.entities import find_mentions
+from research_tool.engines.text.howto_answers import CODE_SPAN_RE, howto_answer
+from research_tool.engines.text.question_intent import QuestionIntent, classify_question
 from research_tool.engines.text.question_intent import coverage as _coverage
 from research_tool.engines.text.question_intent import idf_weights as _idf_weights
 from research_tool.engines.text.ranker import (
@@ -51,132 +44,17 @@ from research_tool.engines.text.ranker import (
     matched,
     semantic_features,
 )
-from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.short_answers import AskedFor, best_span, load_span_model
-from research_tool.engines.text.tokens import content_stems, stem_set
+from research_tool.engines.text.tokens import stem_set
 from research_tool.engines.text.verdicts import choice, yes_no
 from research_tool.models.entities import normalize_key
 
-MAX_SENTENCES_PER_SOURCE = 300
 MAX_TYPED_CANDIDATES = 40
 MAX_ANSWER_SENTENCES = 4
-MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
 
-_PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
-# "this notion", "these proteins", "such funding" (not "such as"): the sentence refers back to the one before
-_DEMONSTRATIVE_RE = re.compile(r"^(?:this|these|such)\b|\b(?:this|these)\s+[a-z]|\bsuch\s+(?!as\b)[a-z]", re.IGNORECASE)
-# a call signature alone on its line, or opening a module summary's line ("urlopen(url, data=None) -- Basic usage")
-_SIGNATURE_RE = re.compile(
-    r"^[ \t]*((?:class[ \t]+)?[A-Za-z_][\w.]*\([^\n]*?\))(?:[ \t]+--[ \t][^\n]*)?[ \t]*$", re.MULTILINE
-)
 _PERIOD_RE = re.compile(
     r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE
 )  # "the 19th century", "the 1960s": a time the name finder leaves out
-
-
-# --- candidates ---------------------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class Candidate:
-    n: int  # source number
-    url: str
-    statement: str  # display form (clean)
-    index: int  # position in its document
-    stems: frozenset[str]
-    context: frozenset[str]  # title and antecedent stems
-    antecedent: Candidate | None = None  # the previous sentence when this one opens with a pronoun
-    score: float = 0.0
-    coverage: float = 0.0
-    confidence: float = 0.0  # the confidence model's probability that the sources answer, with this as lead
-    share: float = 0.0  # the ranker's probability (softmax over the pool) that this sentence holds the answer
-    features: dict[str, float] = field(default_factory=dict)
-    terms: tuple[str, ...] = ()  # stemmed content words in order
-    filler: str | None = None
-    link: Candidate | None = None  # the sentence that named this one's page (second hop)
-    bridge: bool = False  # this sentence names another page of the pool
-    names_new: bool = False  # it names something the question does not
-    signature: bool = False
-
-    @property
-    def joint(self) -> frozenset[str]:
-        """Its words with its antecedent's: "She served as ..." is judged with the sentence naming her."""
-        return self.stems | self.antecedent.stems if self.antecedent is not None else self.stems
-
-
-@dataclass
-class SourceDoc:
-    n: int
-    url: str
-    title: str
-    title_key: str
-    title_stems: frozenset[str]
-    candidates: list[Candidate]
-    signature: Candidate | None
-
-
-def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
-    """Every declarative sentence of every citable source (and a how-to page's call signature)."""
-    docs: list[SourceDoc] = []
-    for numbered in sources:
-        source = numbered.source
-        text = source.text()
-        title = clean_title(source.title or "")
-        title_stems = stem_set(title) | _acronyms(title)
-        candidates: list[Candidate] = []
-        previous: Candidate | None = None
-        for sentence in split_sentences(text)[:MAX_SENTENCES_PER_SOURCE]:
-            if not is_declarative(sentence.text) or is_instruction_like(sentence.text):
-                previous = None
-                continue
-            # quoted word for word (whitespace aside) unless footnote markers must go
-            raw = " ".join(sentence.text.split())
-            statement = clean_statement(sentence.text) if "[" in raw else raw
-            stems = frozenset(content_stems(statement))
-            context = title_stems
-            if previous is not None and _DEMONSTRATIVE_RE.search(statement):
-                # "Economist X challenges this notion": what the notion is, the sentence before says; its words
-                # count as context (CONTEXT_SHARE), not as the sentence's own
-                context = title_stems | previous.stems
-            antecedent = None
-            if _PRONOUN_RE.match(statement) and previous is not None:
-                antecedent = previous  # judged (and quoted) together with the sentence it refers to
-            candidate = Candidate(numbered.n, source.url, statement, sentence.index, stems, context, antecedent)
-            candidate.terms = tuple(content_stems(statement))
-            candidates.append(candidate)
-            previous = candidate
-        signature = None
-        match = next((m for m in _SIGNATURE_RE.finditer(text[:3000]) if _one_call(m.group(1))), None)
-        if match and len(match.group(1)) <= MAX_SIGNATURE_CHARS:
-            line = match.group(1).strip()
-            signature = Candidate(
-                numbered.n, source.url, line, -1, frozenset(content_stems(line)), title_stems, signature=True
-            )
-        docs.append(SourceDoc(numbered.n, source.url, title, normalize_key(title), title_stems, candidates, signature))
-    return docs
-
-
-def _one_call(line: str) -> bool:
-    """A call signature is one call: the parenthesis after the name closes at the line's end ("f(a, g(b))"),
-    not a diagram or an expression that merely starts and ends with calls ("read() | ( putheader() )* end()")."""
-    depth = 0
-    closed_at = -1
-    for i, char in enumerate(line):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                closed_at = i
-                break
-    return closed_at == len(line.rstrip()) - 1
-
-
-def _acronyms(title: str) -> frozenset[str]:
-    """The initials of a title's capitalised words ("Intergovernmental Panel on Climate Change" -> "ipcc"):
-    a question may name the page's subject by its abbreviation."""
-    initials = "".join(w[0] for w in title.split() if w[:1].isupper()).casefold()
-    return frozenset([initials]) if len(initials) >= 2 else frozenset()
 
 
 # --- scoring --------------------------------------------------------------------------------------------
@@ -212,7 +90,7 @@ def type_filler(intent: QuestionIntent, statement: str) -> str | None:
         org = next((m.text for m in mentions if m.entity_type == "organization"), None)
         return org or next((m.text for m in mentions if m.entity_type == "other"), None)
     if kind == "howto":
-        spans = [m.group(0) for m in _CODE_SPAN_RE.finditer(statement)]
+        spans = [m.group(0) for m in CODE_SPAN_RE.finditer(statement)]
         return spans[0].strip("`") if spans else None
     return None
 

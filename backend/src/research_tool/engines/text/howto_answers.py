@@ -9,15 +9,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
+from research_tool.engines.text.candidates import Candidate, SourceDoc
 from research_tool.engines.text.howto_queries import actions
 from research_tool.engines.text.question_intent import QuestionIntent, classify_question, coverage, idf_weights
 from research_tool.engines.text.ranker import matched
 from research_tool.engines.text.tokens import stem, stem_set
-
-if TYPE_CHECKING:
-    from research_tool.engines.text.answering import Candidate, SourceDoc
 
 MIN_IDENTIFIER_PART = 3  # "csv", "log", "dict": shorter parts ("re", "os") match nothing on their own
 API_TITLE_MIN_MATCH = 0.5  # an API page without facts is admitted when its name covers this much of the question

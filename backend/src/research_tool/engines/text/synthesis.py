@@ -18,7 +18,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from research_tool.engines.base import FindingDraft, SynthesisDraft, SynthesisInput
-from research_tool.engines.text.answering import Candidate, select_answer
+from research_tool.engines.text.answering import select_answer
+from research_tool.engines.text.candidates import Candidate
 from research_tool.engines.text.entities import find_mentions
 from research_tool.engines.text.facts import clean_statement
 from research_tool.engines.text.instructions import is_instruction_like

@@ -7,14 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from research_tool.engines.text.candidates import Candidate, SourceDoc
 from research_tool.engines.text.question_intent import QuestionIntent
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import normalize_key
-
-if TYPE_CHECKING:
-    from research_tool.engines.text.answering import Candidate, SourceDoc
 
 # --- choices ("which came first, A or B?") -----------------------------------------------------------
 

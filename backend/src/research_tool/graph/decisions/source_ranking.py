@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from research_tool.engines.text.answering import API_TITLE_MIN_MATCH, api_title_match
+from research_tool.engines.text.howto_answers import API_TITLE_MIN_MATCH, api_title_match
 from research_tool.engines.text.howto_queries import is_howto
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Fact
