@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.candidates import Candidate, SourceDoc, build_candidates
-from research_tool.engines.text.entities import find_mentions
+from research_tool.engines.text.entities import PERIOD_RE, find_mentions
 from research_tool.engines.text.howto_answers import CODE_SPAN_RE, howto_answer
-from research_tool.engines.text.question_intent import QuestionIntent, classify_question
+from research_tool.engines.text.question_intent import VALUE_TYPES, QuestionIntent, classify_question
 from research_tool.engines.text.question_intent import coverage as _coverage
 from research_tool.engines.text.question_intent import idf_weights as _idf_weights
 from research_tool.engines.text.ranker import (
@@ -52,10 +52,6 @@ from research_tool.models.entities import normalize_key
 MAX_TYPED_CANDIDATES = 40
 MAX_ANSWER_SENTENCES = 4
 
-_PERIOD_RE = re.compile(
-    r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE
-)  # "the 19th century", "the 1960s": a time the name finder leaves out
-
 
 # --- scoring --------------------------------------------------------------------------------------------
 
@@ -66,7 +62,7 @@ def type_filler(intent: QuestionIntent, statement: str) -> str | None:
     mentions = [m for m in find_mentions(statement) if not _named_in_question(m.text, intent)]
     if kind == "date":
         found = next((m.text for m in mentions if m.entity_type == "date"), None)
-        period = _PERIOD_RE.search(statement)
+        period = PERIOD_RE.search(statement)
         return found or (period.group(0) if period and period.group(0) not in intent.text else None)
     if kind == "number":
         found = next((m.text for m in mentions if m.entity_type == "number"), None)
@@ -134,7 +130,7 @@ def rank_candidates(
                     title=doc.title_stems,
                     source_rank=1.0 - (c.n - 1) / total,
                     opening=c.index == 0,
-                    typed=None if c.filler is None else "value" if intent.answer_type in _VALUE_TYPES else "name",
+                    typed=None if c.filler is None else "value" if intent.answer_type in VALUE_TYPES else "name",
                     bridge=c.bridge,
                     link=c.link.joint | c.link.context if c.link is not None else frozenset(),
                 )
@@ -309,8 +305,3 @@ def _with_support(lead: Candidate) -> list[Candidate]:
     if lead.link is not None and lead.features.get("link", 0.0) > 0 and lead.coverage < lead.link.coverage:
         chosen.append(lead.link)
     return chosen
-
-
-# --- value types (read by the ranker) --------------------------------------------------------------
-
-_VALUE_TYPES = frozenset(["date", "number"])

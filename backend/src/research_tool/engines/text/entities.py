@@ -50,6 +50,8 @@ _CODE_RE = re.compile(
 )
 _LOWER_WORD_RE = re.compile(r"\b[a-z][a-z]+\b")
 _MID_SENTENCE_CAPITAL_RE = re.compile(r"(?<=[a-z0-9,;] )[A-Z][a-z]+\b")
+PERIOD_RE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE)
+"""A time the date finder leaves out: "the 19th century", "the 1960s"."""
 _QUOTED_RE = re.compile(r"[\"“]([A-Z0-9][^\"“”\n]{1,80}?)[\"”]")
 _CAP_WORD = r"(?:(?:Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Ft)\.|[A-Z]\.(?=\s?[A-Z])|[A-Z][\w'’\-]*)"
 _CONNECTOR = r"(?:of|the|de|da|di|del|della|von|van|der|den|la|le|du|y|and|for|on|in|&)"

@@ -21,6 +21,7 @@ from research_tool.engines.text.tokens import content_stems, is_stopword, stem
 AnswerType = Literal[
     "person", "place", "date", "number", "organization", "thing", "yes_no", "howto", "definition", "reason"
 ]
+VALUE_TYPES: frozenset[str] = frozenset(["date", "number"])  # answer types that are values, not names
 
 NAME_WEIGHT = 1.5  # a question term inside a name weighs this much more
 CONTEXT_SHARE = 0.5  # a question term found only in the title or antecedent counts this much

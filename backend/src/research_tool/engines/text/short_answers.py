@@ -71,7 +71,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from research_tool.engines.text.entities import find_mentions
+from research_tool.engines.text.entities import PERIOD_RE, find_mentions
+from research_tool.engines.text.question_intent import VALUE_TYPES
 from research_tool.engines.text.ranker import matched
 from research_tool.engines.text.tokens import content_stems, is_stopword, stem
 
@@ -109,7 +110,6 @@ GATE_FEATURES: tuple[str, ...] = (
 )
 WEIGHTS_FILE = Path(__file__).with_name("short_answer_weights.json")
 
-VALUE_TYPES = frozenset(["date", "number"])
 NAME_TYPES = frozenset(["person", "place", "organization"])
 
 _TOKEN_RE = re.compile(r"[$€£]\d(?:[\d,.]*\d)?|\d(?:[\d,.]*\d)?%|\w[\w'’-]*(?:[.,]\d+)*")
@@ -119,7 +119,6 @@ _COUNT_WORD_RE = re.compile(
     r"thousand|million|billion|dozens?|hundreds?|thousands?|millions?)",
     re.IGNORECASE,
 )
-_PERIOD_RE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)[ -]century\b|\b(?:1\d|20)\d0s\b", re.IGNORECASE)
 _POSSESSIVE = ("'s", "’s", "'", "’")
 _CONNECTORS = frozenset(["of", "and", "or", "&"])  # function words a noun phrase may hold
 _ARTICLES = frozenset(["the", "a", "an"])  # inside a phrase only after a connector
@@ -297,7 +296,7 @@ def _clause_shares(
 def _units(statement: str, tokens: list[tuple[int, int, str]]) -> list[_Unit]:
     """Tokens grouped into units: a mention (name, date, number, period) is one unit, any other token one."""
     ranges: list[tuple[int, int, str]] = [(m.start, m.end, m.entity_type) for m in find_mentions(statement)]
-    ranges += [(m.start(), m.end(), "date") for m in _PERIOD_RE.finditer(statement)]
+    ranges += [(m.start(), m.end(), "date") for m in PERIOD_RE.finditer(statement)]
     owner: dict[int, tuple[int, int, str]] = {}
     for start, end, kind in sorted(ranges, key=lambda r: r[0] - r[1]):  # longest first
         inside = [i for i, (a, b, _) in enumerate(tokens) if a >= start and b <= end + 2 and a < end]
