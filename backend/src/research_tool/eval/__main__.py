@@ -1,8 +1,8 @@
 """`python -m research_tool.eval` (`make eval`): every evaluation whose data is present.
 
 Reads ../shared/eval (or EVAL_DATA_DIR): SciFact retrieval (nDCG@10 on train and test, BM25 and, with the
-`semantic` extra, BM25 mixed with the sentence encoder), answer quality (SQuAD, HotpotQA and the
-how-to set over the demo corpus, each figure beside its target and the simple baseline), then multi-hop
+`semantic` extra, BM25 mixed with the sentence encoder), answer quality (SQuAD, HotpotQA, the
+how-to set over the demo corpus and MuSiQue, each figure beside its target and the simple baseline), then multi-hop
 evidence on HotpotQA and MuSiQue (simple and standard tiers) with citation precision, time and provider calls.
 """
 

@@ -5,10 +5,12 @@ Three sets, each indexed as a local corpus and asked through the real runner (`l
   articles, plus 100 questions from articles left out of the index (the unanswerable set).
 - HotpotQA (hotpotqa_train100): one document per context page; yes/no comparisons scored by their verdict.
 - how-to (howto_pydoc/dev.jsonl) over the `make run` demo corpus: an `any_of` API in the first two sentences.
+- MuSiQue (musique_train100): one document per corpus paragraph; 2-4 hop questions, gold the answer or one of
+  its aliases; asked at HotpotQA's tier (about a minute and a half per part through the runner).
 
 Every question set is cut into a fit part and a test part (`part`): SQuAD **by article** (articles 24-35 of
 the dev set fit, 36-47 test; no paragraph is in both, and each part's unanswerable questions come from its own
-held-out articles), HotpotQA and how-to by question (even positions fit, odd positions test). The ranker's
+held-out articles), HotpotQA, MuSiQue and how-to by question (even positions fit, odd positions test). The ranker's
 weights (`engines/text/ranker_weights.json`, written by `eval/fit_ranker.py`) are fitted on the fit part only.
 Beside each figure: the BM25-over-sentences baseline on the same candidates (the sentences of the index's top
 paragraphs for the question, BM25 k1 1.2, b 0.75, stemmed, stopwords out, the top sentence).
@@ -40,7 +42,7 @@ from research_tool.engines.text.answering import AnswerSelection
 from research_tool.engines.text.candidates import build_candidates
 from research_tool.engines.text.ranker import bm25_scores
 from research_tool.engines.text.tokens import content_stems
-from research_tool.eval.multihop import DEFAULT_EVAL_DIR, doc_id, load_hotpotqa
+from research_tool.eval.multihop import DEFAULT_EVAL_DIR, Dataset, doc_id, load_hotpotqa, load_musique
 from research_tool.models.entities import SourceResult
 from research_tool.models.request import ResearchRequest
 from research_tool.providers.local_corpus.hybrid import open_corpus_index
@@ -52,7 +54,9 @@ SQUAD_QUESTIONS = 200  # per part
 SQUAD_UNANSWERABLE = 50  # per part
 SQUAD_HELD_OUT_EVERY = 6  # articles 5, 11, 17, 23 (every sixth) are left out of the index
 SQUAD_FIT_ARTICLES = 12  # the first 12 articles of the folder (SQuAD dev articles 24-35) fit; the rest test
-BASELINE_SOURCES = {"squad": 5, "hotpotqa": 15, "howto": 5}  # the tier's source budget (simple, standard)
+# the tier's source budget (simple, standard)
+BASELINE_SOURCES = {"squad": 5, "hotpotqa": 15, "musique": 15, "howto": 5}
+MULTI_HOP = frozenset({"hotpotqa", "musique"})  # asked at the standard tier
 MARKER = re.compile(r"\s*\[\d+\]")
 WORD = re.compile(r"\w+")
 
@@ -64,6 +68,7 @@ TARGETS: dict[str, str] = {
     "hotpot_first_sentence": ">= 0.60",
     "hotpot_yes_no": ">= 0.85",
     "hotpot_both_pages": ">= 0.85",
+    "musique_first_sentence": "",
     "howto_first_two": ">= 0.85",
     "unanswerable_not_answered": ">= 0.85",
     "answerable_wrongly_not_answered": "<= 0.07",
@@ -239,6 +244,23 @@ def load_hotpot(folder: Path, work: Path) -> AnswerSet:
     return AnswerSet("hotpotqa", items, _write_corpus(dataset.documents, work / "hotpotqa" / "corpus"), texts)
 
 
+def musique_items(folder: Path, dataset: Dataset | None = None) -> list[Item]:
+    """MuSiQue-Ans train100 as answer items: gold the answer and its aliases, gold pages the supporting ones."""
+    dataset = dataset or load_musique(folder)
+    raw = {q["id"]: q for q in json.loads((folder / "hipporag_musique_train100.json").read_text(encoding="utf-8"))}
+    return [
+        Item(q.id, q.text, [raw[q.id]["answer"], *raw[q.id].get("answer_aliases", [])], "factoid", set(q.gold))
+        for q in dataset.questions
+    ]
+
+
+def load_musique_set(folder: Path, work: Path) -> AnswerSet:
+    dataset = load_musique(folder)
+    texts = {d["id"]: d["text"] for d in dataset.documents}
+    corpus = _write_corpus(dataset.documents, work / "musique" / "corpus")
+    return AnswerSet("musique", musique_items(folder, dataset), corpus, texts)
+
+
 def load_howto(path: Path, corpus: Path) -> AnswerSet:
     from research_tool.demo_corpus import build_demo_corpus
 
@@ -311,7 +333,7 @@ async def _run_reports(answer_set: AnswerSet, items: list[Item], settings: Setti
         for item in items:
             request = ResearchRequest(
                 query=item.question,
-                tier="standard" if answer_set.name == "hotpotqa" else "simple",
+                tier="standard" if answer_set.name in MULTI_HOP else "simple",
                 providers=["local"],
                 corpus_dirs=[str(answer_set.corpus)],
                 fetch=False,
@@ -500,6 +522,18 @@ def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
                 0.0,
             ),
         ]
+    if name == "musique":
+        lines += [
+            (
+                "musique_first_sentence",
+                _rate(factoid, "first"),
+                TARGETS["musique_first_sentence"],
+                _rate(factoid, "base_first"),
+            ),
+            ("musique_anywhere", _rate(factoid, "anywhere"), "", None),
+            ("musique_all_gold_cited", _rate(rows, "both_pages"), "", _rate(rows, "base_both")),
+            ("musique_answered", _rate([{"x": r["answered"]} for r in rows], "x"), "", 1.0),
+        ]
     if name == "howto":
         lines += [
             ("howto_first_two", _rate(rows, "howto_ok"), TARGETS["howto_first_two"], _rate(rows, "base_howto")),
@@ -560,6 +594,9 @@ async def run(
         elif name == "hotpotqa":
             folder = eval_dir / "hotpotqa_train100"
             answer_set = load_hotpot(folder, work) if folder.is_dir() else None
+        elif name == "musique":
+            folder = eval_dir / "musique_train100"
+            answer_set = load_musique_set(folder, work) if folder.is_dir() else None
         elif name == "howto":
             folder = eval_dir / "howto_pydoc" / "dev.jsonl"
             answer_set = load_howto(folder, work / "howto" / "demo_corpus") if folder.is_file() else None
@@ -588,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research_tool.eval.answers")
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     parser.add_argument("--work-dir", type=Path, default=Path("data/eval"))
-    parser.add_argument("--sets", default="squad,hotpotqa,howto")
+    parser.add_argument("--sets", default="squad,hotpotqa,howto,musique")
     parser.add_argument("--part", choices=("all", "fit", "test"), default="test")
     parser.add_argument("--limit", type=int, help="first N questions of the part (a quick subset while iterating)")
     parser.add_argument("--concurrency", type=int, default=4)

@@ -16,7 +16,10 @@
 `--semantic`: the same for the lexical+semantic weight set (the `semantic` extra's encoder: every candidate's
 cosine with its question is computed once and cached under DIR); it is written beside the lexical one.
 `--cv [--semantic]`: choose between variants inside the fit part: fit on all but one fold (SQuAD by article,
-HotpotQA by question; CV_FOLDS), read the top sentence on the fold left out; all features, then without each.
+HotpotQA and MuSiQue by question; CV_FOLDS), read the top sentence on the fold left out; all features, then
+without each. MuSiQue train100 (even questions fit, odd test; candidates its index's top 15 paragraphs, a
+sentence gold when it holds the answer or an alias) is read in every fit and CV but trained on only when
+`--fit-sets` names it (the packaged weights: FIT_SETS).
 The test part is neither fitted nor read.
 `--captured FILE [--semantic]`: `select_answer` on the runner's captured pools (`answers --capture FILE`), by
 part, with the BM25 baseline on the same sources and how often the gold sentence is among the candidates.
@@ -50,14 +53,16 @@ from research_tool.eval.answers import (
     contains_gold,
     hit_sources,
     load_howto,
+    musique_items,
     squad_questions,
 )
-from research_tool.eval.multihop import DEFAULT_EVAL_DIR, load_hotpotqa
+from research_tool.eval.multihop import DEFAULT_EVAL_DIR, load_hotpotqa, load_musique
 from research_tool.providers.local_corpus.index import CorpusIndex
 
 PER_PART = 1000  # answerable SQuAD questions per part (a fixed sample; the parts hold about 2,000 each)
 PER_PART_UNANSWERABLE = 250
-SOURCES = {"squad": 5, "hotpotqa": 15, "howto": 5}
+SOURCES = {"squad": 5, "hotpotqa": 15, "musique": 15, "howto": 5}
+FIT_SETS = ("squad", "hotpotqa")  # the sets the packaged weights are fitted on (`--fit-sets` to try others)
 L2 = 0.001
 SET_WEIGHT = 5.0
 STEPS = 300
@@ -93,7 +98,15 @@ def questions(eval_dir: Path) -> list[Question]:
         answer = raw[q.id]["answer"]
         kind = "yes_no" if answer.casefold() in ("yes", "no") else "factoid"
         out.append(Question("hotpotqa", "fit" if k % 2 == 0 else "test", Item(q.id, q.text, [answer], kind, q.gold)))
+    if (eval_dir / "musique_train100").is_dir():
+        for k, item in enumerate(musique_items(eval_dir / "musique_train100")):
+            out.append(Question("musique", "fit" if k % 2 == 0 else "test", item))
     return out
+
+
+def fitted_on(qs: Sequence[Question], fit_sets: Sequence[str]) -> list[Question]:
+    """The questions a fit trains on: the fit part of the chosen sets."""
+    return [q for q in qs if q.part == "fit" and q.set in fit_sets]
 
 
 def corpora(eval_dir: Path, cache: Path) -> dict[str, tuple[CorpusIndex, Path]]:
@@ -104,8 +117,12 @@ def corpora(eval_dir: Path, cache: Path) -> dict[str, tuple[CorpusIndex, Path]]:
     squad = _write_corpus(documents, cache / "squad" / "corpus")
     hotpot = _write_corpus(load_hotpotqa(eval_dir / "hotpotqa_train100").documents, cache / "hotpotqa" / "corpus")
     howto = load_howto(eval_dir / "howto_pydoc" / "dev.jsonl", cache / "howto" / "demo_corpus").corpus
+    folders = [("squad", squad), ("hotpotqa", hotpot), ("howto", howto)]
+    if (eval_dir / "musique_train100").is_dir():
+        musique = load_musique(eval_dir / "musique_train100").documents
+        folders.append(("musique", _write_corpus(musique, cache / "musique" / "corpus")))
     out = {}
-    for name, folder in (("squad", squad), ("hotpotqa", hotpot), ("howto", howto)):
+    for name, folder in folders:
         index = CorpusIndex(cache / f"{name}_index.db")
         index.index_folder_sync(folder)
         out[name] = (index, folder)
@@ -146,12 +163,16 @@ ZERO = Model(weights=dict.fromkeys(FEATURES, 0.0), calibration={}, offset=0.0, a
 def feature_rows(qs: Sequence[Question], sources: dict[str, list[NumberedSource]], cache: Path) -> dict[str, Any]:
     """Per question: the candidates' feature matrix, labels, and the BM25 baseline's pick holds the gold."""
     path = cache / "features.json"
+    rows: dict[str, Any] = {}
     if path.exists():
         stored = json.loads(path.read_text())
-        if stored.get("features") == list(FEATURES) and all(q.item.id in stored["rows"] for q in qs):
-            return stored["rows"]  # type: ignore[no-any-return]
-    rows: dict[str, Any] = {}
+        if stored.get("features") == list(FEATURES):
+            rows = stored["rows"]
+            if all(q.item.id in rows for q in qs):
+                return rows
     for q in qs:
+        if q.item.id in rows:
+            continue
         intent = classify_question(q.item.question)
         pool = rank_candidates(intent, build_candidates(sources[q.item.id]), ZERO)
         rows[q.item.id] = {
@@ -296,10 +317,12 @@ def leads(
     return out
 
 
-def fit_model(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int]) -> Fitted:
-    """Ranker weights, the confidence model (on the leads: do the sources answer the question?) and the
-    threshold, all from the fit part."""
-    fit_qs = [q for q in qs if q.part == "fit"]
+def fit_model(
+    qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int], fit_sets: Sequence[str] = FIT_SETS
+) -> Fitted:
+    """Ranker weights (on the fit part of `fit_sets`), the confidence model (on the leads: do the sources
+    answer the question?) and the threshold, all from the fit part."""
+    fit_qs = fitted_on(qs, fit_sets)
     w = fit_listwise(fit_qs, rows, keep)
     calibration, offset = logistic(*lead_rows([q for q in fit_qs if q.set == "squad"], rows, w, keep))
     fitted = Fitted(w, calibration, offset, 0.5)
@@ -330,7 +353,7 @@ def _mean(values: Any) -> float:
 
 def report(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int], fitted: Fitted) -> dict[str, Any]:
     out = {}
-    for name in ("squad", "hotpotqa"):
+    for name in ("squad", "hotpotqa", "musique"):
         for part in ("fit", "test"):
             sub = [q for q in qs if q.set == name and q.part == part]
             out[f"{name}/{part}"] = figures(leads(sub, rows, fitted, keep), rows, fitted.answered_at)
@@ -342,20 +365,24 @@ def report(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int], fi
 
 def fold(q: Question, position: int) -> int:
     """A fit question's fold: a SQuAD question's article (from its gold paragraph, "s07p012" -> 7), so no
-    article is in two folds; a HotpotQA question by its position. Unanswerable questions train no ranking."""
+    article is in two folds; a HotpotQA or MuSiQue question by its position. Unanswerable questions train no
+    ranking."""
     if q.set == "squad" and q.item.gold_docs:
         return int(next(iter(q.item.gold_docs))[1:3]) % CV_FOLDS
     return position % CV_FOLDS
 
 
-def cross_validate(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int]) -> dict[str, float]:
-    """Fit on all folds of the fit part but one, read the top sentence on the one left out, for each fold:
-    the held-out SQuAD and HotpotQA first-sentence figures (the test part is not touched)."""
+def cross_validate(
+    qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[int], fit_sets: Sequence[str] = FIT_SETS
+) -> dict[str, float]:
+    """Fit on all folds of the fit part but one (the questions of `fit_sets` only), read the top sentence on
+    the one left out, for each fold: the held-out SQuAD, HotpotQA and MuSiQue first-sentence figures, every
+    set's held-out questions read whether or not its set was fitted (the test part is not touched)."""
     fit_qs = [q for q in qs if q.part == "fit"]
     folds = {q.item.id: fold(q, k) for k, q in enumerate(fit_qs)}
-    hits: dict[str, list[bool]] = {"squad": [], "hotpotqa": []}
+    hits: dict[str, list[bool]] = {name: [] for name in dict.fromkeys(q.set for q in fit_qs)}
     for f in range(CV_FOLDS):
-        fitted = fit_listwise([q for q in fit_qs if folds[q.item.id] != f], rows, keep)
+        fitted = fit_listwise([q for q in fit_qs if folds[q.item.id] != f and q.set in fit_sets], rows, keep)
         for q in fit_qs:
             row = rows[q.item.id]
             if folds[q.item.id] != f or not q.item.answers or q.item.kind == "yes_no":
@@ -365,7 +392,7 @@ def cross_validate(qs: Sequence[Question], rows: dict[str, Any], keep: Sequence[
                 continue
             scores = np.asarray(row["x"], dtype=float)[:, keep] @ fitted
             hits[q.set].append(bool(row["y"][int(np.argmax(scores))]))
-    return {f"{name}_cv_first": _mean(v) for name, v in hits.items()}
+    return {f"{name}_cv_first": _mean(v) for name, v in hits.items() if v}
 
 
 # --- the whole selection, rule by rule -----------------------------------------------------------------
@@ -575,6 +602,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rules", action="store_true", help="the whole selection with and without each rule")
     parser.add_argument(
+        "--fit-sets",
+        default=",".join(FIT_SETS),
+        help="the sets whose fit part the ranking weights are fitted on (squad,hotpotqa,musique); "
+        "the confidence model is SQuAD's in every case",
+    )
+    parser.add_argument(
         "--runner-pools",
         type=Path,
         help="calibrate `answered` on these runner pools (answers --part fit --capture) and write the threshold",
@@ -625,12 +658,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.semantic:
         rows = with_semantic(qs, rows, cosines(qs, sources, args.cache))
     everything = list(range(len(names)))
+    fit_sets = args.fit_sets.split(",")
     if args.cv:  # choosing inside the fit part: the test part is neither fitted nor read
-        print("cv all:", json.dumps(cross_validate(qs, rows, everything)))
+        print("cv all:", json.dumps(cross_validate(qs, rows, everything, fit_sets)), flush=True)
         for k, name in enumerate(names):
-            print(f"cv without {name}:", json.dumps(cross_validate(qs, rows, [i for i in everything if i != k])))
+            keep = [i for i in everything if i != k]
+            print(f"cv without {name}:", json.dumps(cross_validate(qs, rows, keep, fit_sets)), flush=True)
         return 0
-    fitted = fit_model(qs, rows, everything)
+    fitted = fit_model(qs, rows, everything, fit_sets)
     print("weights:", {f: round(float(v), 3) for f, v in zip(names, fitted.weights, strict=True)})
     print("calibration:", np.round(fitted.calibration, 3), round(fitted.offset, 3), "at", round(fitted.answered_at, 4))
     print(json.dumps(report(qs, rows, everything, fitted), indent=1))
@@ -643,8 +678,11 @@ def main(argv: list[str] | None = None) -> int:
             "answered_at": round(fitted.answered_at, 4),
             "fitted_on": "SQuAD dev articles 24-35 (squad_dev_part2 articles 0-11, held-out "
             f"{[a for a in range(12) if a % SQUAD_HELD_OUT_EVERY == SQUAD_HELD_OUT_EVERY - 1]} as "
-            "unanswerable) and the even HotpotQA train100 questions; "
-            "python -m research_tool.eval.fit_ranker --write" + (" --semantic" if args.semantic else ""),
+            "unanswerable) and the even HotpotQA train100 questions"
+            + ("; the even MuSiQue train100 questions" if "musique" in fit_sets else "")
+            + "; python -m research_tool.eval.fit_ranker --write"
+            + (f" --fit-sets {args.fit_sets}" if fit_sets != list(FIT_SETS) else "")
+            + (" --semantic" if args.semantic else ""),
         }
         if args.semantic:
             data["semantic"] = fitted_set
@@ -654,7 +692,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ablate:
         for k, name in enumerate(names):
             keep = [i for i in everything if i != k]
-            r = report(qs, rows, keep, fit_model(qs, rows, keep))
+            r = report(qs, rows, keep, fit_model(qs, rows, keep, fit_sets))
             print(f"without {name}:", json.dumps({k2: v for k2, v in r.items() if k2.endswith("test")}))
     if args.rules:
         test: Callable[[str], list[Question]] = lambda s: [q for q in qs if q.set == s and q.part == "test"]  # noqa: E731
