@@ -461,6 +461,17 @@ def show_misses(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _first_sentence_line(key: str, factoid: list[dict[str, Any]]) -> tuple[str, Any, str, Any]:
+    """Gold in the first sentence, its target and BM25-over-sentences on the same candidates beside it."""
+    return (key, _rate(factoid, "first"), TARGETS[key], _rate(factoid, "base_first"))
+
+
+def _wrongly_not_answered_line(answerable: list[dict[str, Any]]) -> tuple[str, Any, str, Any]:
+    """Answerable questions the report says its sources do not answer (the baseline always answers)."""
+    wrongly = [{"x": not r["answered"]} for r in answerable]
+    return ("answerable_wrongly_not_answered", _rate(wrongly, "x"), TARGETS["answerable_wrongly_not_answered"], 0.0)
+
+
 def _rate(rows: list[dict[str, Any]], key: str) -> float | None:
     return round(sum(bool(r[key]) for r in rows) / len(rows), 3) if rows else None
 
@@ -484,52 +495,31 @@ def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
     lines: list[tuple[str, Any, str, Any]] = []
     if name == "squad":
         lines += [
-            (
-                "squad_first_sentence",
-                _rate(factoid, "first"),
-                TARGETS["squad_first_sentence"],
-                _rate(factoid, "base_first"),
-            ),
+            _first_sentence_line("squad_first_sentence", factoid),
             ("squad_anywhere", _rate(factoid, "anywhere"), TARGETS["squad_anywhere"], None),
             ("squad_short_precision", _precision(factoid), TARGETS["squad_short_precision"], None),
             ("squad_short_coverage", _coverage(factoid), TARGETS["squad_short_coverage"], None),
         ]
         unanswerable = [r for r in rows if r["kind"] == "unanswerable"]
         not_answered = [{"x": not r["answered"]} for r in unanswerable]
-        wrongly = [{"x": not r["answered"]} for r in answerable]
         lines += [
             ("unanswerable_not_answered", _rate(not_answered, "x"), TARGETS["unanswerable_not_answered"], 0.0),
-            ("answerable_wrongly_not_answered", _rate(wrongly, "x"), TARGETS["answerable_wrongly_not_answered"], 0.0),
+            _wrongly_not_answered_line(answerable),
         ]
     if name == "hotpotqa":
         yes_no = [r for r in rows if r["kind"] == "yes_no"]
         always_yes = [{"x": r["gold"][0].casefold() == "yes"} for r in yes_no]
         lines += [
-            (
-                "hotpot_first_sentence",
-                _rate(factoid, "first"),
-                TARGETS["hotpot_first_sentence"],
-                _rate(factoid, "base_first"),
-            ),
+            _first_sentence_line("hotpot_first_sentence", factoid),
             ("hotpot_anywhere", _rate(factoid, "anywhere"), "", None),
             ("hotpot_short_answer", _rate(factoid, "short"), "", None),
             ("hotpot_yes_no", _rate(yes_no, "verdict_ok"), TARGETS["hotpot_yes_no"], _rate(always_yes, "x")),
             ("hotpot_both_pages", _rate(rows, "both_pages"), TARGETS["hotpot_both_pages"], _rate(rows, "base_both")),
-            (
-                "answerable_wrongly_not_answered",
-                _rate([{"x": not r["answered"]} for r in rows], "x"),
-                TARGETS["answerable_wrongly_not_answered"],
-                0.0,
-            ),
+            _wrongly_not_answered_line(rows),
         ]
     if name == "musique":
         lines += [
-            (
-                "musique_first_sentence",
-                _rate(factoid, "first"),
-                TARGETS["musique_first_sentence"],
-                _rate(factoid, "base_first"),
-            ),
+            _first_sentence_line("musique_first_sentence", factoid),
             ("musique_anywhere", _rate(factoid, "anywhere"), "", None),
             ("musique_all_gold_cited", _rate(rows, "both_pages"), "", _rate(rows, "base_both")),
             ("musique_answered", _rate([{"x": r["answered"]} for r in rows], "x"), "", 1.0),
@@ -538,12 +528,7 @@ def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
         lines += [
             ("howto_first_two", _rate(rows, "howto_ok"), TARGETS["howto_first_two"], _rate(rows, "base_howto")),
             ("howto_anywhere", _rate(rows, "howto_anywhere"), "", None),
-            (
-                "answerable_wrongly_not_answered",
-                _rate([{"x": not r["answered"]} for r in rows], "x"),
-                TARGETS["answerable_wrongly_not_answered"],
-                0.0,
-            ),
+            _wrongly_not_answered_line(rows),
         ]
     markers = sum(r["markers"] for r in rows)
     if markers:

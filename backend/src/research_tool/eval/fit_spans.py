@@ -49,6 +49,7 @@ from research_tool.engines.text.short_answers import (
     gate_features,
 )
 from research_tool.eval.answers import Item, contains_gold, squad_questions, word_count
+from research_tool.eval.fit_ranker import logistic
 from research_tool.eval.multihop import DEFAULT_EVAL_DIR
 
 TIGHT_EXTRA = 2
@@ -185,17 +186,9 @@ def fit_listwise(rows: Sequence[SpanRows], keep: Sequence[int], steps: int = 300
     return w
 
 
-def logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
-    """L2-regularised logistic regression (Newton steps); returns the weights and the bias."""
-    a = np.hstack([x, np.ones((len(x), 1))])
-    w = np.zeros(a.shape[1])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-np.clip(a @ w, -30, 30)))
-        reg = L2_GATE * np.r_[w[:-1], 0.0]
-        grad = a.T @ (p - y) / len(y) + reg
-        hess = (a.T * (p * (1 - p))) @ a / len(y) + L2_GATE * np.diag(np.r_[np.ones(len(w) - 1), 0.0])
-        w -= np.linalg.solve(hess + 1e-9 * np.eye(len(w)), grad)
-    return w[:-1], float(w[-1])
+def gate_logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """The gate's logistic regression: `fit_ranker.logistic` with the L2 of the mean loss (`L2_GATE`)."""
+    return logistic(x, y, l2=L2_GATE * len(y))
 
 
 def best(rows: SpanRows, weights: np.ndarray, keep: Sequence[int]) -> tuple[int, float, float]:
@@ -318,7 +311,7 @@ def cross_validated(
     for f in range(FOLDS):
         held = set(order[f::FOLDS])
         train = [j for j in range(len(where)) if j not in held]
-        w, b = logistic(x[train], y[train])
+        w, b = gate_logistic(x[train], y[train])
         for j in held:
             probs[where[j]] = float(1 / (1 + np.exp(-(x[j] @ w + b))))
     return probs, {where[j]: bool(y[j]) for j in range(len(where))}
@@ -345,7 +338,7 @@ def article_cross_validated(
         rank = fit_listwise([*(r for r in sentences if fold_of(r.article) != f), *own], keep)
         hits += [r.right[best(r, rank, keep)[0]] for r in sentences if fold_of(r.article) == f]
         x, y, _ = gate_data(train, rank, keep, gate_keep)
-        weights, bias = logistic(x, y)
+        weights, bias = gate_logistic(x, y)
         held = [i for i, lead in enumerate(leads) if lead.article and fold_of(lead.article) == f]
         x2, y2, where = gate_data([leads[i] for i in held], rank, keep, gate_keep)
         for j, i in enumerate(where):
@@ -362,7 +355,7 @@ def fit_all(
     cv, right = cross_validated(fit, rank, keep, gate_keep)
     threshold = choose_threshold(fit, cv, right)
     x, y, _ = gate_data(fit, rank, keep, gate_keep)
-    gate, bias = logistic(x, y)
+    gate, bias = gate_logistic(x, y)
     return Fitted(keep, gate_keep, rank, gate, bias, threshold), cv, right
 
 
