@@ -5,9 +5,9 @@ Rounds alternate off / on (after one warm-up round off, not counted), each a fre
 with the offline engine against the Wikipedia replay (in a process of its own, no delay, a rate high enough not
 to bind): the machine's CPU, not a provider, sets the pace, so any cost of the spans shows. With tracing on,
 every span goes over OTLP/HTTP, through the SDK's batching exporter as in production, to a sink on 127.0.0.1
-(a thread of this process that keeps the requests and counts their spans after the last round). Figures: the median sessions per minute of each mode, their
-ratio (target: tracing on at most 3 % below off), the process CPU seconds per session, and the spans per
-session the sink received.
+(a thread of this process that keeps the requests and counts their spans after the last round). Figures: the
+median sessions per minute of each mode, their ratio (target: tracing on at most 3 % below off), the process
+CPU seconds per session, and the spans per session the sink received.
 """
 
 from __future__ import annotations
