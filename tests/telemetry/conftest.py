@@ -7,6 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+pytest.importorskip("opentelemetry.sdk", reason="the tracing tests need the 'otel' extra")
+pytest.importorskip("opentelemetry.proto", reason="the test receiver decodes with opentelemetry-proto")
+
 from tests.api.conftest import wiki, wiki_pages  # noqa: F401 - the API tests' replay of Wikipedia
 from tests.support.otlp_receiver import OtlpReceiver, running_receiver
 
