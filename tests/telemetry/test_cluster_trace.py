@@ -56,6 +56,7 @@ async def test_a_worker_taking_a_session_over_starts_a_linked_trace(
                 await asyncio.wait_for(second.runner.until_finished(record.id), timeout=90)
             report = await api.runner.report(record.id)
     spans = otlp.wait_for(lambda got: len([s for s in got if s.name == "research.session"]) == 2)
+    marker = next(s for s in spans if s.name == "research.session.resumed")
     first_root, second_root = sorted((s for s in spans if s.name == "research.session"), key=lambda s: len(s.links))
     assert (first_root.trace_id, first_root.parent_span_id) == (CALLER_TRACE, CALLER_SPAN)
     assert first_root.attributes["research.outcome"] == "interrupted"
@@ -65,3 +66,5 @@ async def test_a_worker_taking_a_session_over_starts_a_linked_trace(
     assert second_root.links == [Link(CALLER_TRACE, first_root.span_id)]
     assert second_root.attributes["research.outcome"] == "completed"
     assert report["metadata"]["trace_id"] == second_root.trace_id
+    assert (marker.trace_id, marker.parent_span_id) == (CALLER_TRACE, first_root.span_id)
+    assert marker.links == [Link(second_root.trace_id, second_root.span_id)]

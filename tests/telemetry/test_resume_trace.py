@@ -67,5 +67,10 @@ async def test_kill_9_and_resume_give_two_linked_traces(tmp_path: Path, wiki_pag
     second_nodes = [s for s in otlp.trace(root.trace_id) if s.name.startswith("node ")]
     assert {"node synthesize", "node export"} <= {s.name for s in second_nodes}
     assert all(s.parent_span_id == root.span_id for s in second_nodes)
-    # nothing of the first run was lost: what ended before the kill is in the first trace
-    assert {s.span_id for s in before} <= {s.span_id for s in otlp.trace(first_trace)}
+    # nothing of the first run was lost: what ended before the kill is in the first trace, and a span there
+    # under the lost root links to the trace that goes on
+    first_spans = otlp.trace(first_trace)
+    assert {s.span_id for s in before} <= {s.span_id for s in first_spans}
+    marker = next(s for s in first_spans if s.name == "research.session.resumed")
+    assert marker.parent_span_id == first_root
+    assert marker.links == [Link(root.trace_id, root.span_id)]

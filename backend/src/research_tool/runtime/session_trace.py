@@ -3,7 +3,8 @@
 A session's row holds `trace_context` (JSON, only while tracing is on): `parent`, the caller's traceparent from
 the start request (the first run is a child of the caller's trace), and `first`, the root span of the session's
 first run. A run after that (a resume after a restart, a cluster worker taking over a dead worker's lease)
-starts a new trace whose root links to `first`, so a kill -9 and its resume show as two linked traces.
+starts a new trace whose root links to `first`, so a kill -9 and its resume show as two linked traces (and a
+`research.session.resumed` span under the first root links back to the new trace).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from research_tool.core import telemetry
 from research_tool.models.sessions import SessionRecord
 
 ROOT_SPAN = "research.session"
+RESUMED_SPAN = "research.session.resumed"
 
 
 def root_span(record: SessionRecord, *, engine: str, model: str) -> tuple[telemetry.SpanHandle, dict[str, Any]]:
@@ -35,12 +37,22 @@ def root_span(record: SessionRecord, *, engine: str, model: str) -> tuple[teleme
     }
     if first is not None:  # a later run: a trace of its own, linked to the first one
         span = telemetry.span(ROOT_SPAN, attributes, root=True, links=[first])
+        _mark_resumed(record.id, first, span.traceparent())
         return span, {}
     span = telemetry.span(ROOT_SPAN, attributes, parent=kept.get("parent"), root=kept.get("parent") is None)
     traceparent = span.traceparent()
     if traceparent is None:
         return span, {}
     return span, {"trace_context": {**kept, "first": traceparent}}
+
+
+def _mark_resumed(session_id: str, first: str, resumed: str | None) -> None:
+    """A span in the first trace, under its root, linking to the trace that goes on: after a kill -9 the first
+    trace has no root span (it never ended), and this tells where the session went."""
+    with telemetry.span(
+        RESUMED_SPAN, {"research.session.id": session_id}, parent=first, links=[resumed] if resumed else []
+    ):
+        pass
 
 
 def initial_trace_context(caller: str | None) -> dict[str, str] | None:
