@@ -358,12 +358,12 @@ class SessionRunner:
         resuming = bool(snapshot.values)
         graph_input: Any = None if resuming else initial_state(record)
         engine = self._engine_factory(record.request)
-        root, trace_fields = root_span(record, engine=engine.name, model=engine.model)
+        root, row_fields = root_span(record, engine=engine.name, model=engine.model)
         with root:
             if record.status != "stopping":
-                trace_fields["status"] = "stopping" if record.stop_requested else "running"
-            if trace_fields:
-                await self.store.update(session_id, **trace_fields)
+                row_fields["status"] = "stopping" if record.stop_requested else "running"
+            if row_fields:
+                await self.store.update(session_id, **row_fields)
             verb = "resumed" if resuming else "started"
             await self.events.append(
                 session_id,
