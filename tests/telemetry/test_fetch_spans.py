@@ -8,6 +8,7 @@ import time
 
 import httpx
 import pytest
+import structlog
 
 from research_tool.core import telemetry
 from research_tool.core.errors import AccessDeniedError
@@ -80,3 +81,27 @@ async def test_without_an_endpoint_every_span_is_the_shared_no_op() -> None:
 def test_a_malformed_traceparent_is_ignored(header: str, kept: bool) -> None:
     assert (telemetry.valid_traceparent(header) == header.lower()) is kept
     assert telemetry.incoming_traceparent(httpx.Headers({"traceparent": header})) is None, "tracing is off"
+
+
+async def test_an_endpoint_without_the_extra_leaves_tracing_off_with_a_warning(
+    otlp: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from research_tool.core import extras
+    from research_tool.core.logging import configure_logging
+
+    saved = structlog.get_config()
+    configure_logging("json", "WARNING")
+    monkeypatch.setattr(extras, "module_installed", lambda module: not module.startswith("opentelemetry"))
+    try:
+        async with telemetry.open_tracing() as on:
+            assert not on and telemetry.span("node plan") is telemetry.NOOP_SPAN
+    finally:
+        structlog.configure(**saved)
+    warning = capsys.readouterr().err
+    assert "tracing_unavailable" in warning and "pip install 'research-tool[otel]'" in warning
+
+
+async def test_otel_sdk_disabled_wins_over_an_endpoint(otlp: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    async with telemetry.open_tracing() as on:
+        assert not on
