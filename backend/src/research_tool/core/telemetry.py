@@ -13,6 +13,7 @@ path costs nothing measurable (`make bench`, tracing_overhead).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
@@ -111,7 +112,9 @@ async def open_tracing(*, content: bool = False) -> AsyncIterator[bool]:
             provider = _STATE.provider
             _STATE.tracer = _STATE.provider = None
             _STATE.content = False
-            provider.shutdown()  # flushes the batch; bounded by the exporter's timeout
+            # flushes the batch, in a thread: an unreachable collector holds it up to the exporter's timeout
+            # (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s), which must not stall the event loop's other shutdown work
+            await asyncio.to_thread(provider.shutdown)
 
 
 # --- spans --------------------------------------------------------------------------------------------------------
