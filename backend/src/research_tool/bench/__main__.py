@@ -33,6 +33,7 @@ from research_tool.bench.resume import run_resume
 from research_tool.bench.scale import DEFAULT_RUNS, run_scale
 from research_tool.bench.splitter import run_splitter
 from research_tool.bench.storage import run_storage
+from research_tool.bench.tracing import run_tracing
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 
@@ -48,6 +49,7 @@ BENCHMARKS = (
     "offline_run",
     "cluster",
     "langgraph",
+    "tracing",
 )
 
 
@@ -74,6 +76,8 @@ class Sizes:
     cluster: ClusterSizes = field(default_factory=ClusterSizes)
     langgraph_sessions: int = 5
     langgraph_streams: int = 100
+    tracing_sessions: int = 8
+    tracing_rounds: int = 3
 
 
 QUICK = Sizes(
@@ -96,6 +100,8 @@ QUICK = Sizes(
     cluster=QUICK_CLUSTER,
     langgraph_sessions=1,
     langgraph_streams=5,
+    tracing_sessions=2,
+    tracing_rounds=1,
 )
 
 
@@ -132,6 +138,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
         "offline_run": lambda: run_offline(workdir, runs=sizes.offline_runs),
         "cluster": lambda: run_cluster(workdir, sizes.cluster),
         "langgraph": lambda: run_langgraph(workdir, sessions=sizes.langgraph_sessions, streams=sizes.langgraph_streams),
+        "tracing": lambda: run_tracing(workdir, sessions=sizes.tracing_sessions, rounds=sizes.tracing_rounds),
     }
 
 

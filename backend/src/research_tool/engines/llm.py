@@ -71,6 +71,7 @@ from research_tool.engines.llm_schemas import (
     SupportAnswer,
     SynthesizeAnswer,
 )
+from research_tool.engines.model_span import invoke_traced
 from research_tool.engines.prompt_templates import (
     RenderedPrompt,
     escape_data,
@@ -318,7 +319,13 @@ class LLMEngine(ReasoningEngine):
         timeout, by_deadline = self._call_timeout()
         try:
             async with asyncio.timeout(timeout) as bound:
-                reply = await self._chat.ainvoke(messages)
+                reply = await invoke_traced(
+                    self._chat,
+                    messages,
+                    model_spec=self._model_spec,
+                    step=step,
+                    max_tokens=self._limits.max_answer_tokens,
+                )
         except TimeoutError:
             if not bound.expired():
                 raise

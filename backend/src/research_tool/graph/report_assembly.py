@@ -10,6 +10,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from research_tool.core import telemetry
 from research_tool.core.errors import BadInputError
 from research_tool.engines.base import NumberedSource, SynthesisDraft
 from research_tool.engines.text.entities import is_sentence_case_word, sentence_case_words
@@ -153,5 +154,5 @@ def assemble_report(
         entities=build_entities(state),
         gaps=draft.gaps,
         saturation=saturation,
-        metadata=ReportMetadata(timestamp=utc_now_iso(), **metadata),
+        metadata=ReportMetadata(timestamp=utc_now_iso(), trace_id=telemetry.current_trace_id(), **metadata),
     )

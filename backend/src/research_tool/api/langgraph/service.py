@@ -279,7 +279,9 @@ class LangGraphProtocol:
                 return run, record
         raise not_found(f"unknown run id {run_id} on thread {thread_id}")
 
-    async def create_run(self, thread_id: str | None, body: RunCreate) -> RunRow:
+    async def create_run(self, thread_id: str | None, body: RunCreate, traceparent: str | None = None) -> RunRow:
+        """`traceparent`: the caller's trace context; the run's session is a child of it (an enqueued run that
+        starts later, after the thread's current one, is not)."""
         if not is_assistant(body.assistant_id):
             raise not_found(f"unknown assistant: {body.assistant_id}; this server serves the graph '{GRAPH_ID}'")
         if body.multitask_strategy not in ("reject", "enqueue"):
@@ -327,15 +329,15 @@ class LangGraphProtocol:
                 run.status = "pending"
                 await self.runs.add_run(run)
                 return run
-            await self.start_session(thread_id, request, record is not None)
+            await self.start_session(thread_id, request, record is not None, traceparent)
             await self.runs.add_run(run)
             return run
 
-    async def start_session(self, thread_id: str, request: Any, replace: bool) -> None:
+    async def start_session(self, thread_id: str, request: Any, replace: bool, traceparent: str | None = None) -> None:
         """A new research round on the thread: a finished session of an earlier run makes way for it."""
         if replace:
             await self.services.runner.delete(thread_id)
-        await self.services.runner.create(request, thread_id)
+        await self.services.runner.create(request, thread_id, traceparent=traceparent)
         self.services.runner.submit(thread_id)
         await self.runs.mark_started(thread_id)
 
