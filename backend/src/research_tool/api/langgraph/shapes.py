@@ -148,8 +148,8 @@ PHASE_WORDS = {
 
 
 def progress_text(record: SessionRecord, phase: str | None = None) -> str:
-    """The session's progress as one chat line, e.g. "Researching (cycle 2, searching): 3 providers searched,
-    14 sources, 37 facts so far." (the AI message a chat UI shows until the answer replaces it)."""
+    """The session's progress as one chat line, e.g. "Researching (cycle 2, searching): 6 searches, 14 sources,
+    37 facts so far…" (the AI message a chat UI shows until the answer replaces it)."""
     if record.status == "awaiting_clarification" and record.pending_questions:
         asked = "\n".join(f"{n}. {q}" for n, q in enumerate(record.pending_questions, 1))
         return f"Before I search, which do you mean?\n\n{asked}\n\nReply in the chat to answer."
@@ -161,7 +161,7 @@ def progress_text(record: SessionRecord, phase: str | None = None) -> str:
     cycle = int(progress.get("iteration") or 0)
     where = f"cycle {cycle}, {doing}" if cycle else doing
     counts = [
-        f"{progress.get('sources_queried', 0)} providers searched",
+        f"{progress.get('sources_queried', 0)} searches",
         f"{progress.get('sources_found', 0)} sources",
         f"{progress.get('facts_extracted', 0)} facts so far",
     ]

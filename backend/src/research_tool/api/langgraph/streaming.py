@@ -84,7 +84,7 @@ class RunStream:
         elif event.type == "phase_completed" and event.phase:
             if "updates" in modes:
                 parts.append(("updates", {event.phase: {"phase": event.phase, "message": event.message, **event.data}}))
-            parts.extend(await self.progress_values(None))
+            parts.extend(await self.progress_values(event.phase))
         elif event.type == "clarification_requested":
             _, interrupts, _ = await self.protocol.state_values(
                 self.thread_id, await self.protocol.record(self.thread_id)
