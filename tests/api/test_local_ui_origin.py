@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from research_tool.bench.wiki_replay import WikiReplay
 from research_tool.runtime.http_server import APP_FACTORY, LOOPBACK_APP_FACTORY, app_factory
-
 from tests.support.polling import eventually
 
 from .conftest import OK_BODY, LiveApi, free_socket, offline_settings, serve
@@ -42,12 +43,23 @@ def test_only_a_loopback_server_allows_local_pages(host: str, factory: str) -> N
     assert app_factory(host) == factory
 
 
+@contextmanager
+def serve_process(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """`research-tool serve` on 127.0.0.1, as `make serve` starts it."""
+    command = [sys.executable, "-m", "research_tool", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        yield process
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        if process.stderr:
+            process.stderr.close()
+
+
 async def test_serve_on_loopback_answers_a_local_ui_preflight(tmp_path: Path, wiki: tuple[str, WikiReplay]) -> None:
     port = free_socket().getsockname()[1]
-    command = [sys.executable, "-m", "research_tool", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    env = server_env(tmp_path / "data", wiki[0])
-    process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+    with serve_process(server_env(tmp_path / "data", wiki[0]), tmp_path, port) as process:
         async with client_when_healthy(process, port) as client:
             for path in ("/threads/search", "/threads", "/api/research/start"):
                 allowed = await client.options(path, headers=PREFLIGHT)
@@ -72,11 +84,6 @@ async def test_serve_on_loopback_answers_a_local_ui_preflight(tmp_path: Path, wi
             events = f"/api/research/{session_id}/events"
             assert (await client.get(events, headers={"Origin": LOCAL_UI})).status_code == 200
             assert (await client.get(events, headers={"Origin": "http://evil.example"})).status_code == 403
-    finally:
-        process.kill()
-        process.wait(timeout=10)
-        if process.stderr:
-            process.stderr.close()
 
 
 async def test_an_app_not_known_to_be_loopback_allows_no_local_page(
