@@ -252,7 +252,7 @@ class LangGraphProtocol:
         _, record = await self.thread(thread_id)
         if record is None:
             return []
-        states = []
+        states: list[dict[str, Any]] = []
         head_values, head_interrupts, _ = await self.state_values(thread_id, record)
         async for snapshot in self.services.runner.graph.aget_state_history(thread_config(thread_id), limit=limit):
             if not states:  # the head: what /state shows, its pending interrupt included
