@@ -148,4 +148,12 @@ async def test_use_stream_shows_progress_asks_and_regenerates(slow_secured: Live
     assert "the programming language" in result["replyValues"]["refined_query"]
     assert result["replyInterrupt"] is None and "Sources:" in result["replyDone"][-1]["content"]
     thread = (await slow_secured.client.get(f"/threads/{result['clarifyThread']}")).json()
-    assert thread["status"] == "idle" and thread["metadata"]["assistant_id"] != thread["metadata"]["graph_id"]
+    assert thread["status"] == "idle" and thread["metadata"]["graph_id"] == "research"
+    # Agent Chat UI lists threads by `graph_id` = its Assistant ID when that is a name, by `assistant_id` if a uuid
+    for search, found in (
+        ({"graph_id": "research-clarify"}, [result["clarifyThread"]]),
+        ({"assistant_id": thread["metadata"]["assistant_id"]}, [result["clarifyThread"]]),
+        ({"graph_id": "research"}, [result["clarifyThread"], result["askThread"]]),
+    ):
+        listed = (await slow_secured.client.post("/threads/search", json={"metadata": search})).json()
+        assert [t["thread_id"] for t in listed] == found, search

@@ -63,6 +63,18 @@ def thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
+def metadata_matches(shown: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether a thread's metadata has every wanted key and value. `graph_id` may also name the assistant that
+    ran the thread (`research-clarify`): Agent Chat UI searches by `graph_id` when its Assistant ID is a name."""
+    for key, value in wanted.items():
+        if shown.get(key) == value:
+            continue
+        named = assistant_id_of(value) if key == "graph_id" and isinstance(value, str) else None
+        if named is None or named == ASSISTANT_ID or shown.get("assistant_id") != named:
+            return False
+    return True
+
+
 def record_at(record: SessionRecord, values: dict[str, Any]) -> SessionRecord:
     """The session as it stood at an earlier checkpoint (no report yet): running, with that checkpoint's
     progress, so a thread's history shows the progress line each state had."""
@@ -185,7 +197,7 @@ class LangGraphProtocol:
             if ids is not None and tid not in ids:
                 continue
             shown = thread_json(tid, row, record, values={}, interrupts={}, pending_runs=False)
-            if metadata and any(shown["metadata"].get(k) != v for k, v in metadata.items()):
+            if metadata and not metadata_matches(shown["metadata"], metadata):
                 continue
             if status is not None and shown["status"] != status:
                 continue
