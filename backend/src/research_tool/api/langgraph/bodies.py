@@ -61,11 +61,13 @@ class HistoryRequest(Body):
     before: Any = None
     metadata: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
+    select: list[str] | None = None  # the JS SDK (1.15) may send it; the whole state is returned
 
 
 class CheckpointRequest(Body):
     checkpoint: dict[str, Any] = Field(default_factory=dict)
     subgraphs: bool = False
+    select: list[str] | None = None
 
 
 class AssistantSearch(Body):
