@@ -29,7 +29,7 @@ from research_tool.api.langgraph.bodies import (
 )
 from research_tool.api.langgraph.schemas import graph_json, graph_schemas
 from research_tool.api.langgraph.service import LangGraphProtocol
-from research_tool.api.langgraph.shapes import assistant, is_assistant, run_json
+from research_tool.api.langgraph.shapes import assistant, assistants, is_assistant, run_json
 from research_tool.api.langgraph.streaming import RunStream
 from research_tool.api.trace_context import CallerTrace
 
@@ -81,12 +81,15 @@ def known_assistant(assistant_id: str) -> None:
 
 @langgraph.post("/assistants/search")
 async def search_assistants(body: AssistantSearch) -> list[dict[str, Any]]:
-    shown = assistant()
-    if body.graph_id not in (None, GRAPH_ID) or body.name not in (None, GRAPH_ID) or body.offset > 0:
+    if body.graph_id not in (None, GRAPH_ID):
         return []
-    if body.metadata and any(shown["metadata"].get(k) != v for k, v in body.metadata.items()):
-        return []
-    return [shown]
+    found = [
+        shown
+        for shown in assistants()
+        if body.name in (None, shown["name"])
+        and not (body.metadata and any(shown["metadata"].get(k) != v for k, v in body.metadata.items()))
+    ]
+    return found[body.offset : body.offset + body.limit]
 
 
 @langgraph.post("/assistants/count")
@@ -97,7 +100,7 @@ async def count_assistants(body: AssistantSearch) -> int:
 @langgraph.get("/assistants/{assistant_id}")
 async def get_assistant(assistant_id: str) -> dict[str, Any]:
     known_assistant(assistant_id)
-    return assistant()
+    return assistant(assistant_id)
 
 
 @langgraph.get("/assistants/{assistant_id}/graph")
