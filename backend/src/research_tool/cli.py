@@ -44,6 +44,10 @@ EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
 FORMATS = ("md", "json", "html", "bib")
 PRIVACY_MODES = ("local_only", "hybrid", "cloud_allowed")
 VERBOSE_HELP = "print every progress event (default: one live line on a terminal, milestones in a pipe)"
+FULL_HELP = (
+    "on a terminal, print the whole report (findings, gaps, entities, saturation, metadata) "
+    "(default: the answer, its short answer and the sources it cites; a pipe or --out always gets the whole report)"
+)
 SHORT_ID_CHARS = 8  # `sessions` shows at least this much of an id, more when needed to keep it unique
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -150,9 +154,8 @@ def build_parser() -> OneLineParser:
     run.add_argument(
         "--privacy",
         choices=PRIVACY_MODES,
-        default="cloud_allowed",
-        help="local_only: local providers only; hybrid: web search, local engine; "
-        "cloud_allowed: anything (default: cloud_allowed)",
+        help="local_only: local providers only; hybrid: web search, local engine; cloud_allowed: anything "
+        "(default: local_only when --providers is local and the engine offline, else cloud_allowed)",
     )
     run.add_argument(
         "--providers",
@@ -191,6 +194,7 @@ def build_parser() -> OneLineParser:
         metavar="ID",
         help="name the session: 1-64 letters, digits, '-' and '_' (default: a random id)",
     )
+    run.add_argument("--full", action="store_true", help=FULL_HELP)
     run.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
 
     resume = add_command(
@@ -198,6 +202,7 @@ def build_parser() -> OneLineParser:
     )
     resume.add_argument("session_id", type=session_id_arg, help="a session id or a unique prefix of one")
     add_report_options(resume)
+    resume.add_argument("--full", action="store_true", help=FULL_HELP)
     resume.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
 
     sessions = add_command(sub, "sessions", "list sessions, newest first", "research-tool sessions --limit 10")
@@ -306,7 +311,18 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def request_from_args(args: argparse.Namespace) -> ResearchRequest:
+LOCAL_PROVIDERS = frozenset({"local"})  # the providers whose privacy is `local`: nothing leaves the machine
+
+
+def default_privacy(providers: Sequence[str] | None, llm: str) -> str:
+    """`local_only` for a run that searches only local folders with the offline engine (so its header says
+    what it did), else `cloud_allowed`."""
+    if providers and set(providers) <= LOCAL_PROVIDERS and llm.strip().lower() == "offline":
+        return "local_only"
+    return "cloud_allowed"
+
+
+def request_from_args(args: argparse.Namespace, llm: str = "offline") -> ResearchRequest:
     from pydantic import ValidationError
 
     from research_tool.models.request import ResearchRequest
@@ -320,7 +336,7 @@ def request_from_args(args: argparse.Namespace) -> ResearchRequest:
             query=args.question,
             tier=args.tier,
             domain=args.domain,
-            privacy_mode=args.privacy,
+            privacy_mode=args.privacy or default_privacy(providers, llm),
             providers=providers,
             clarify=not args.no_clarify,
             max_execution_time_s=args.max_time,
@@ -489,7 +505,14 @@ async def stop_following(progress: asyncio.Task[None], *, wait_s: float) -> None
 
 
 async def drive_session(
-    services: ResearchServices, session_id: str, fmt: str, out: Path | None, after: int, verbose: bool
+    services: ResearchServices,
+    session_id: str,
+    fmt: str,
+    out: Path | None,
+    after: int,
+    verbose: bool,
+    *,
+    full: bool = False,
 ) -> int:
     runner = services.runner
     display = ProgressDisplay(stderr, verbose=verbose)
@@ -522,14 +545,50 @@ async def drive_session(
     # Completed: the report is printed even when Ctrl-C arrives from here on.
     await finish_despite_interrupt(stop_following(progress, wait_s=2))
     display.stop()
-    text = render_report(await finish_despite_interrupt(runner.report(session_id)), fmt)
-    emit_output(text, out, fmt=fmt)
-    stderr.print(Text(f"Session {session_id} completed (stop reason: {record.stop_reason})."))
+    report = await finish_despite_interrupt(runner.report(session_id))
+    if fmt == "md" and out is None and not full and sys.stdout.isatty():
+        more = await finish_despite_interrupt(full_report_hint(services, session_id))
+        emit_output(render_summary(report, more), None, fmt="md")
+    else:
+        emit_output(render_report(report, fmt), out, fmt=fmt)
+    stderr.print(Text(completed_line(session_id, record.stop_reason)))
     return EXIT_OK
 
 
+def completed_line(session_id: str, stop_reason: str | None) -> str:
+    """`Session 3fa9… completed: the question's required information was found.` (models.stop_reasons)"""
+    from research_tool.models.stop_reasons import stop_label
+
+    why = stop_label(stop_reason)
+    return f"Session {session_id} completed: {why}." if why else f"Session {session_id} completed."
+
+
+async def full_report_hint(services: ResearchServices, session_id: str) -> str:
+    """Where the whole report is: the md file the session exported, `show`, and `--full`."""
+    completed = await services.events.last_of_type(session_id, "session_completed")
+    path = ((completed.data.get("export_paths") or {}).get("md") if completed else None) or ""
+    places = [display_path(path)] if path else []
+    places += [f"research-tool show {session_id[:12]}", "run with --full"]
+    return " · ".join(places)
+
+
+def display_path(path: str) -> str:
+    """A path relative to the working directory when it is inside it (`data/exports/…md`), else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
+
+
+def render_summary(report: dict[str, Any], more: str) -> str:
+    from research_tool.models.report import Report
+    from research_tool.reporting.export import render_summary_markdown
+
+    return render_summary_markdown(Report.model_validate(report), more)
+
+
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    request = request_from_args(args)
+    request = request_from_args(args, settings.llm)
     from research_tool.runtime.composition import open_research_services
 
     async with open_research_services(settings) as services:
@@ -540,7 +599,9 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         Interruption.session_id = session_id
         record = await services.runner.create(request, session_id)
         stderr.print(Text(f"Session {record.id}", style="bold"))
-        return await drive_session(services, record.id, args.format, args.out, after=0, verbose=args.verbose)
+        return await drive_session(
+            services, record.id, args.format, args.out, after=0, verbose=args.verbose, full=args.full
+        )
 
 
 async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
@@ -556,7 +617,9 @@ async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
         last = await services.events.replay(record.id)
         after = last[-1].seq if last else 0
         stderr.print(Text(f"Resuming session {record.id} from its last checkpoint.", style="bold"))
-        return await drive_session(services, record.id, args.format, args.out, after=after, verbose=args.verbose)
+        return await drive_session(
+            services, record.id, args.format, args.out, after=after, verbose=args.verbose, full=args.full
+        )
 
 
 # --- reading sessions without the research machinery -------------------------------------------------
