@@ -93,8 +93,8 @@ from research_tool.models.schemas import (
     ReflectionResponse,
     ResponseMetadata,
 )
-from research_tool.models.tiers import TIERS
 from research_tool.models.stop_reasons import stop_label
+from research_tool.models.tiers import TIERS
 
 log = get_logger(__name__)
 

@@ -69,4 +69,6 @@ UNREACHABLE_ERRORS = frozenset({"dns", "timeout", "circuit_open", "server_error"
 
 def unreachable_providers(calls: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Providers every search of which failed for want of a connection, in the order of their first call."""
-    return [f.provider for f in provider_failures(calls) if f.failed == f.calls and set(f.reasons) <= UNREACHABLE_ERRORS]
+    return [
+        f.provider for f in provider_failures(calls) if f.failed == f.calls and set(f.reasons) <= UNREACHABLE_ERRORS
+    ]

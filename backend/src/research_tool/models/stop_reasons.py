@@ -23,7 +23,9 @@ STOP_LABELS: dict[str, str] = {
 }
 
 # Limits that end research whether or not it had saturated: a stop by one of them may have cost the answer.
-LIMIT_STOPS = frozenset({"max_iterations", "max_execution_time", "provider_call_budget", "token_budget", "user_requested"})
+LIMIT_STOPS = frozenset(
+    {"max_iterations", "max_execution_time", "provider_call_budget", "token_budget", "user_requested"}
+)
 
 
 def stop_label(stop_reason: str | None) -> str:

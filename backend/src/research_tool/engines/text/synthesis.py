@@ -44,7 +44,6 @@ NOT_ANSWERED = "_The sources found do not answer this question. The closest stat
 NO_STATEMENT = "_The sources found do not answer this question: no retrieved source made a statement that bears on it._"
 
 
-
 def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
     numbers = {ns.source.url: ns.n for ns in request.sources}
     ranked = _distinct(

@@ -19,8 +19,8 @@ from research_tool.graph.nodes.instrumentation import elapsed_total, phase, reco
 from research_tool.graph.nodes.model_context import compact_for_model, drop_unsupported_claims
 from research_tool.graph.nodes.page_text import hydrated
 from research_tool.graph.nodes.process import to_source
-from research_tool.graph.search_failures import unreachable_providers
 from research_tool.graph.report_assembly import assemble_report, build_citations, renumber
+from research_tool.graph.search_failures import unreachable_providers
 from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import Fact
 from research_tool.models.state import ResearchState, current_facts
