@@ -61,10 +61,37 @@ class CliError(Exception):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad usage in one line and exits 2."""
+    """argparse that reports bad usage in one line and exits 2, suggesting the option or command meant."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"research-tool: error: {message}\n")
+        self.exit(EXIT_BAD_INPUT, f"research-tool: error: {message}{self.suggestion(message)}\n")
+
+    def suggestion(self, message: str) -> str:
+        """`; did you mean --tier?` for `unrecognized arguments: --teir`, or a command's near miss."""
+        import difflib
+        import re
+
+        words: list[str] = []
+        known: list[str] = []
+        if message.startswith("unrecognized arguments:"):
+            words = [w.split("=")[0] for w in message.split(":", 1)[1].split() if w.startswith("-")]
+            known = sorted({o for p in self.all_parsers() for a in p._actions for o in a.option_strings})
+        elif (choice := re.match(r"argument .*?: invalid choice: '([^']*)' \(choose from (.*)\)", message)) is not None:
+            words = [choice.group(1)]
+            known = re.findall(r"'([^']*)'", choice.group(2)) or [c.strip() for c in choice.group(2).split(",")]
+        for word in words:
+            close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+            if close:
+                return f"; did you mean {close[0]}?"
+        return ""
+
+    def all_parsers(self) -> list[argparse.ArgumentParser]:
+        parsers: list[argparse.ArgumentParser] = [self]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    parsers.append(sub)
+        return parsers
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -421,7 +448,8 @@ class ProgressDisplay:
 
     def print_event(self, event: Event) -> None:
         style = {"provider_error": "yellow", "session_failed": "red", "session_completed": "green"}.get(event.type)
-        line = Text(f"{event.seq:>4} ", style="dim")
+        # the event number only with --verbose, where it is the log's order (`#38`); milestones read as prose
+        line = Text(f"#{event.seq:<4} " if self.mode == "log" else "", style="dim")
         line.append(f"{event.phase or '':<10} ", style="cyan")
         # event text quotes sources: appended as plain text, without terminal control characters
         line.append(terminal_text(event.message), style=style or "")
@@ -879,9 +907,18 @@ def print_results_table(results: list[dict[str, Any]]) -> None:
 
     table = Table("#", "title", "url", "date")
     for i, r in enumerate(results, start=1):
-        title, url = terminal_text(r["title"] or "")[:70], terminal_text(r["url"])[:80]
+        title, url = shorten(terminal_text(r["title"] or ""), 70), terminal_text(r["url"])
         table.add_row(str(i), Text(title), Text(url), Text(r.get("published_date") or ""))
     Console(highlight=False).print(table)
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut at a word boundary to at most `limit` characters, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:-") + "…"
 
 
 async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
@@ -914,8 +951,29 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     if isinstance(index, HybridIndex) and index.last_embed_error:
         raise CliError(f"indexed without vectors: {index.last_embed_error}")
     remember_folder(settings.data_dir, folder)
-    stderr.print(Text(" ".join(f"{k}={v}" for k, v in stats.as_dict().items())))
+    stderr.print(Text(index_summary(folder, stats.as_dict())))
     return EXIT_OK
+
+
+def index_summary(folder: Path, stats: dict[str, float]) -> str:
+    """`Indexed /docs: 2788 documents (12 new, 1 changed, 0 removed; 3 files failed) in 0.4 s.`"""
+
+    def count(n: float, word: str) -> str:
+        return f"{int(n)} {word}{'' if int(n) == 1 else 's'}"
+
+    changes = [
+        f"{int(stats.get('docs_added', 0))} new",
+        f"{int(stats.get('docs_updated', 0))} changed",
+        f"{int(stats.get('docs_removed', 0))} removed",
+    ]
+    trouble = [
+        f"{count(stats[key], 'file')} {what}"
+        for key, what in (("files_failed", "unreadable"), ("files_skipped", "skipped"))
+        if stats.get(key)
+    ]
+    detail = ", ".join(changes) + ("; " + ", ".join(trouble) if trouble else "")
+    total = count(stats.get("docs_total", 0), "document")
+    return f"Indexed {folder}: {total} ({detail}) in {float(stats.get('duration_s', 0)):.1f} s."
 
 
 def local_folders_row(provider: SearchProvider) -> dict[str, list[str]]:
@@ -962,6 +1020,7 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
 
     columns = ["provider", "available", "key", "rate/s", "privacy", *(["memory score"] if args.domain else []), "note"]
     table = Table(*columns)
+    piped = not sys.stdout.isatty()  # a pipe gets one tab-separated line per provider, nothing cut
     for row in rows:
         key = {True: "yes", False: "no", None: "not needed"}[row["key_present"]]
         cells = [
@@ -974,8 +1033,12 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
         if args.domain:
             cells.append("" if row["score"] is None else f"{row['score']:.2f}")
         note = row["reason"] or ("folders: " + ", ".join(row["folders"]) if row.get("folders") else "")
-        table.add_row(*cells, Text(note))
-    Console(highlight=False).print(table)
+        if piped:
+            sys.stdout.write("\t".join([*cells, " ".join(terminal_text(note).split())]) + "\n")
+        else:
+            table.add_row(*cells, Text(note))
+    if not piped:
+        Console(highlight=False).print(table)
     return EXIT_OK
 
 
@@ -1047,7 +1110,7 @@ CLUSTER_ONLY = "needs RESEARCH_DATABASE_URL (a postgresql:// URL): sessions are 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.core.extras import require_postgres_extra
     from research_tool.runtime.http_server import open_serving_refusal, run_server
-    from research_tool.runtime.ownership import DataDirOwner
+    from research_tool.runtime.ownership import DataDirOwner, record_serving_url
     from research_tool.runtime.shared_limits import check_shared_limits_settings
 
     refusal = open_serving_refusal(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
@@ -1064,13 +1127,49 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_BAD_INPUT
         os.environ["RESEARCH_RUN_WORKER"] = "false"  # uvicorn builds the app from the environment
         settings = settings.model_copy(update={"run_worker": False})
+    refuse_port_in_use(args.host, args.port)
     # SQLite: this process owns the data dir for the server's whole life, or exits 2 naming the owner's PID.
     owner = DataDirOwner(None) if settings.database_url else DataDirOwner.claim(settings.data_dir)
+    if not settings.database_url:
+        record_serving_url(settings.data_dir, server_url(args.host, args.port))
     try:
         run_server(settings, args.host, args.port)
     finally:
+        if not settings.database_url:
+            record_serving_url(settings.data_dir, None)
         owner.release()
     return EXIT_OK
+
+
+def server_url(host: str, port: int) -> str:
+    """The URL a browser on this machine opens for `serve --host H --port P` (a wildcard host: loopback)."""
+    name = host.strip().strip("[]")
+    name = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(name, name)
+    return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
+
+
+def refuse_port_in_use(host: str, port: int) -> None:
+    """Bind `host:port` as uvicorn will (SO_REUSEADDR) and let go: a port another process listens on is one
+    line and exit 2 here, before the app starts, rather than uvicorn's log lines and exit 3."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CliError(f"cannot listen on {host}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"port {port} on {host} is in use (another server?): stop it, or pick another port with "
+                    f"--port N (make serve PORT=N)"
+                ) from None
+            raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
@@ -1088,7 +1187,12 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     async with (
-        cpu_pool(settings.cpu_workers, settings.cpu_worker_niceness),
+        cpu_pool(
+            settings.cpu_workers,
+            settings.cpu_worker_niceness,
+            log_format=settings.log_format,
+            log_level=settings.log_level,
+        ),
         open_research_services(settings, worker=True),
     ):
         stderr.print(Text("Worker started: running sessions from the shared queue (Ctrl-C stops it).", style="bold"))
@@ -1151,7 +1255,11 @@ def closed_pipe() -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # a bare `research-tool`: the commands, not a usage error
+        sys.stderr.write(parser.format_help())
+        return EXIT_BAD_INPUT
+    args = parser.parse_args(argv)
     Interruption.session_id = None
     from pydantic import ValidationError
 
