@@ -172,8 +172,8 @@ def build_parser() -> OneLineParser:
     run.add_argument(
         "--tier",
         choices=TIER_NAMES,
-        help="how far to search: simple 2 cycles, standard 5, deep 10 "
-        "(default: the engine's choice, standard with the offline engine)",
+        help="how far to search: simple 2 cycles, standard 5, deep 10 (default: picked from the question: "
+        "simple for a short factual one, deep for an overview or comparison, standard otherwise)",
     )
     run.add_argument(
         "--domain", choices=DOMAIN_NAMES, help="the kind of question, which picks providers (default: detected)"

@@ -16,7 +16,7 @@ from urllib.parse import quote, urlsplit
 from markdown_it import MarkdownIt
 
 from research_tool.models.entities import Citation
-from research_tool.models.report import Finding, Report, ReportMetadata
+from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
 from research_tool.models.stop_reasons import stop_label
 from research_tool.reporting.text import clean_text, one_line
 
@@ -311,10 +311,7 @@ def build_document(report: Report) -> ReportDocument:
         entries = tuple(SourceEntry(c.id, _citation(c)) for c in report.citations)
         sections.append(Section("Sources", (SourceList(entries),)))
     if report.entities:
-        items = tuple(
-            ListItem((Text(f"{one_line(e.name)} ({one_line(e.type)}; {e.mentions} mentions in {e.sources} sources)"),))
-            for e in report.entities[:MAX_ENTITIES]
-        )
+        items = tuple(ListItem((Text(entity_line(e)),)) for e in report.entities[:MAX_ENTITIES])
         sections.append(Section("Entities", (BulletList(items),)))
     if report.saturation:
         table = _saturation_table(report.saturation)
@@ -326,6 +323,22 @@ def build_document(report: Report) -> ReportDocument:
         intro=tuple(intro),
         sections=tuple(sections),
         citation_ids=frozenset(c.id for c in report.citations),
+    )
+
+
+def counted(n: int, word: str) -> str:
+    """`1 mention`, `2 mentions`."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def entity_line(entity: ReportEntity) -> str:
+    """`Frankfurt (place; 1 mention in 1 source)`; an untyped entity (`other`) shows no type."""
+    counts = f"{counted(entity.mentions, 'mention')} in {counted(entity.sources, 'source')}"
+    kind = one_line(entity.type)
+    return (
+        f"{one_line(entity.name)} ({kind}; {counts})"
+        if kind and kind != "other"
+        else f"{one_line(entity.name)} ({counts})"
     )
 
 
