@@ -116,3 +116,48 @@ def test_the_compact_view_holds_the_answer_and_its_sources_and_says_where_the_re
     assert "Key findings" not in text and "Entities" not in text and "Metadata" not in text
     assert max(len(line) for line in text.splitlines()) < 140  # a source is one short line
     assert len(text.splitlines()) <= 20
+
+
+def test_entities_are_typed_or_untyped_and_lone_opening_words_are_none() -> None:
+    from research_tool.engines.text.entities import extract_entities
+
+    def typed(text: str) -> dict[str, str]:
+        return {e.name: e.entity_type for e in extract_entities(text, "file:///x.md", 1)}
+
+    assert typed("Currently the loop runs. Enters the context and waits.") == {}
+    assert typed("Trains run from Frankfurt to Paris every hour.") == {"Frankfurt": "place", "Paris": "place"}
+    assert typed("The generator is GEN_RUNNING while it runs.") == {"GEN_RUNNING": "concept"}
+    assert typed("Scripts written in Python run anywhere.") == {"Python": "other"}
+
+
+def test_entity_lines_show_no_other_and_count_in_the_right_number() -> None:
+    from research_tool.models.report import ReportEntity
+
+    entities = [
+        ReportEntity(name="Frankfurt", type="place", mentions=1, sources=1),
+        ReportEntity(name="Popen", type="other", mentions=2, sources=2),
+    ]
+    md = render_report(make_report(entities=entities), "md")
+    assert "- Frankfurt (place; 1 mention in 1 source)" in md
+    assert "- Popen (2 mentions in 2 sources)" in md and "other" not in md
+
+
+def test_findings_off_the_question_come_last_and_are_not_verified() -> None:
+    from research_tool.graph.report_assembly import question_first
+    from research_tool.models.report import Finding
+
+    citations = [
+        make_citation(1, title="csv.reader — Return a reader object which will iterate over lines"),
+        make_citation(2, title="pickle.dump — Write a pickled representation of obj to the open file object"),
+    ]
+    off = Finding(
+        statement="If fix_imports is true and protocol is less than 3, pickle maps the new names. [2]",
+        citations=["[2]"],
+        confidence=0.82,
+        verified=True,
+    )
+    on = Finding(statement="Each iteration returns a row of the CSV file. [1]", citations=["[1]"], confidence=0.6,
+                 verified=True)  # fmt: skip
+    ordered = question_first([off, on], "How do I read a CSV file in Python?", citations)
+    assert [f.statement for f in ordered] == [on.statement, off.statement]
+    assert ordered[0].verified is True and ordered[1].verified is False
