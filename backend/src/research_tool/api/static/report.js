@@ -129,8 +129,14 @@ export function renderReport(container, report, { onExport }) {
     parts.push(el("p", { class: "muted small", id: "stopped" }, `${report.status || "completed"}: ${stopLabel(report.stop_reason)}`));
   }
   // which providers failed and why, once (text only: it quotes provider error messages' types, never markup)
+  // When other providers answered (offline: the local folders), the failed ones are a plain, muted line, as
+  // the answer's own note says it; when nothing answered, a warning.
   if (metadata.degraded_mode && metadata.degraded_reason) {
-    parts.push(el("p", { class: "small degraded", id: "degraded" }, `Degraded: ${String(metadata.degraded_reason)}`));
+    const failed = new Set((metadata.provider_failures || []).filter((f) => f.failed === f.calls).map((f) => f.provider));
+    const answered = citations.some((c) => c.provider && !failed.has(c.provider));
+    parts.push(answered
+      ? el("p", { class: "muted small", id: "degraded" }, `Searches that failed: ${String(metadata.degraded_reason)}`)
+      : el("p", { class: "small degraded", id: "degraded" }, `Degraded: ${String(metadata.degraded_reason)}`));
   }
 
   parts.push(
