@@ -450,7 +450,8 @@ class ProgressDisplay:
         style = {"provider_error": "yellow", "session_failed": "red", "session_completed": "green"}.get(event.type)
         # the event number only with --verbose, where it is the log's order (`#38`); milestones read as prose
         line = Text(f"#{event.seq:<4} " if self.mode == "log" else "", style="dim")
-        line.append(f"{event.phase or '':<10} ", style="cyan")
+        if event.phase or self.mode == "log":
+            line.append(f"{event.phase or '':<10} ", style="cyan")
         # event text quotes sources: appended as plain text, without terminal control characters
         line.append(terminal_text(event.message), style=style or "")
         self.console.print(line)
