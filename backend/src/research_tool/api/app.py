@@ -67,7 +67,12 @@ def create_app(settings: Settings | None = None, *, local_origins: bool = False)
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # The pool outlives the services: sessions are cancelled (services' exit) before it shuts down.
         async with (
-            cpu_pool(settings.cpu_workers, settings.cpu_worker_niceness),
+            cpu_pool(
+                settings.cpu_workers,
+                settings.cpu_worker_niceness,
+                log_format=settings.log_format,
+                log_level=settings.log_level,
+            ),
             open_research_services(settings, retention_sweeps=True, worker=settings.run_worker) as services,
             mcp_server.session_manager.run(),
             open_langgraph_protocol(services) as langgraph_protocol,

@@ -76,6 +76,8 @@ class SynthesisInput(_Strict):
     facts: list[Fact]  # verified first, then by confidence and relevance
     max_findings: int = 10
     degraded_mode: bool = False
+    # providers every search of which failed (unreachable): named plainly when other providers answered
+    unreachable_providers: list[str] = Field(default_factory=list)
     stop_reason: str | None = None
     # The answer ranker's sentence similarity (`ranker.SentenceSimilarity`: question, sentences -> cosines) when
     # the `semantic` extra's encoder is on; None: the lexical ranker. Not part of the input's data.

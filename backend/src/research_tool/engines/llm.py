@@ -94,6 +94,7 @@ from research_tool.models.schemas import (
     ReflectionResponse,
     ResponseMetadata,
 )
+from research_tool.models.stop_reasons import stop_label
 from research_tool.models.tiers import TIERS
 
 log = get_logger(__name__)
@@ -638,7 +639,7 @@ class LLMEngine(ReasoningEngine):
         if request.degraded_mode:
             notes.append(DEGRADED_NOTE)
         if request.stop_reason:
-            notes.append(f"The research stopped because: {request.stop_reason}.")
+            notes.append(f"The research stopped because: {stop_label(request.stop_reason)}.")
         # the same evidence selection as offline
         selection = select_answer(request.query, request.sources, similarity=request.similarity)
         leads = selection.sentences if selection.answered else selection.closest

@@ -31,6 +31,7 @@ from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
+from research_tool.models.stop_reasons import stop_label
 from research_tool.runtime.admission import Admission
 from research_tool.runtime.heap_trim import HeapTrimmer
 from research_tool.runtime.janitor import StorageJanitor
@@ -471,7 +472,7 @@ class SessionRunner:
             "session_completed",
             "export",
             f"Research complete: {plural(findings, 'finding')} citing {plural(citations, 'source')} "
-            f"(stop reason: {stop_reason}).",
+            f"({stop_label(stop_reason) or 'done'}).",
             {
                 "stop_reason": stop_reason,
                 "findings": findings,
