@@ -63,7 +63,7 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
         key=lambda f: _rank(f),
     )
     notes = _notes(request)
-    selection = select_answer(request.query, request.sources, similarity=request.similarity)
+    selection = select_answer(request.query, request.sources, similarity=request.similarity, reader=request.reader)
     by_id = {f.id: f for f in ranked}
     if selection.answered and selection.sentences:
         lines = [f"{selection.verdict}."] if selection.verdict else []
