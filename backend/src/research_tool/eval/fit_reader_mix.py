@@ -9,7 +9,7 @@ the gold sentence, or holds a gold answer). Chosen on those, with nothing of a t
 - the mix's lexical weight (reader logit weight 1), by top-1 accuracy averaged over the two sets (each set counts
   alike, so SQuAD's 200 questions do not drown the owndocs 56);
 - `answered_at`: the lowest reader probability of the lead that still answers, the highest that keeps answerable
-  questions wrongly refused at most `MAX_WRONGLY_REFUSED` on the fit part;
+  questions wrongly refused at most `MAX_WRONGLY_REFUSED` on the fit part (averaged over the two sets);
 - `yes_no_at`: the threshold that decides most owndocs fit yes/no questions right.
 Prints each figure beside the lexical ranker alone and the reader alone, and writes `engines/text/reader_mix.json`.
 """
@@ -133,9 +133,16 @@ def main(argv: list[str] | None = None) -> int:
 
     candidates = sorted({round(lead_p(r), 4) for r in reads} | {0.0})
     answered_at = 0.0
+    def wrongly_refused(t: float) -> float:
+        """Answerable questions refused at `t`, averaged over the sets (each counts alike, as for the mix)."""
+        shares = [
+            sum(lead_p(r) < t for r in answerable if r.set == s) / max(1, sum(r.set == s for r in answerable))
+            for s in sets
+        ]
+        return sum(shares) / len(shares)
+
     for t in candidates:
-        wrongly = sum(lead_p(r) < t for r in answerable) / max(1, len(answerable))
-        if wrongly <= MAX_WRONGLY_REFUSED:
+        if wrongly_refused(t) <= MAX_WRONGLY_REFUSED:
             answered_at = t
     refused = sum(lead_p(r) < answered_at for r in unanswerable) / max(1, len(unanswerable))
     wrongly = sum(lead_p(r) < answered_at for r in answerable) / max(1, len(answerable))
@@ -144,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         u = [r for r in unanswerable if r.set == s]
         a = [r for r in answerable if r.set == s]
         print(f"  {s}: unanswerable refused {sum(lead_p(r) < answered_at for r in u) / max(1, len(u)):.3f}, wrongly {sum(lead_p(r) < answered_at for r in a) / max(1, len(a)):.3f}")
+    for t in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5):
+        print(f"  at {t}: " + ", ".join(
+            f"{s} refused {sum(lead_p(r) < t for r in unanswerable if r.set == s) / max(1, sum(r.set == s for r in unanswerable)):.2f}"
+            f" / wrongly {sum(lead_p(r) < t for r in answerable if r.set == s) / max(1, sum(r.set == s for r in answerable)):.3f}"
+            for s in sets
+        ))
     yes_no = [r for r in reads if r.kind == "yes_no" and r.set == "owndocs"]
 
     def verdicts_right(t: float) -> int:
