@@ -46,6 +46,7 @@ from research_tool.engines.text.ranker import (
     semantic_features,
 )
 from research_tool.engines.text.short_answers import AskedFor, best_span, load_span_model
+from research_tool.engines.text.slots import required_slots
 from research_tool.engines.text.tokens import stem_set
 from research_tool.engines.text.verdicts import choice, is_comparison, polarity_verdict, yes_no
 from research_tool.models.entities import normalize_key
@@ -216,7 +217,7 @@ def select_answer(
     pool = rank_candidates(intent, docs, model, similarity)
     if not pool and not any(d.signature for d in docs):
         return AnswerSelection([], None, False)
-    mix = read_candidates(intent, pool, reader) if reader is not None else None
+    mix = read_candidates(intent, pool, reader) if reader is not None and reads_alone(intent, pool) else None
     if mix is not None and intent.answer_type == "yes_no" and "yes_no" in rules and not is_comparison(intent, docs):
         return read_yes_no(intent, pool, mix)
     if intent.answer_type == "yes_no" and "yes_no" in rules:
@@ -319,6 +320,19 @@ def _with_support(lead: Candidate) -> list[Candidate]:
 
 
 # --- the reader -----------------------------------------------------------------------------------------
+
+
+READ_BRIDGE_TOP = 3  # a bridge among the lexical ranker's best three: the answer needs a second page
+
+
+def reads_alone(intent: QuestionIntent, pool: Sequence[Candidate]) -> bool:
+    """Whether one sentence with its context can answer: the reader reads one at a time, so it leaves alone a
+    how-to question (led by an API's call signature) and a question that links pages (a bridge clause in the
+    question, or a bridge, a sentence naming another page of the pool, among the lexical ranker's best three)."""
+    if intent.answer_type == "howto" or any(s.name.startswith("bridge:") for s in required_slots(intent.text)):
+        return False
+    best = sorted(pool, key=lambda c: (-c.score, c.n, c.index))[:READ_BRIDGE_TOP]
+    return not any(c.bridge for c in best)
 
 
 def read_candidates(intent: QuestionIntent, pool: list[Candidate], reader: AnswerReader) -> ReaderMix | None:
