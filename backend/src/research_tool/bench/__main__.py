@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from research_tool.bench.answer_reader import run_answer_reader
 from research_tool.bench.cluster import QUICK_CLUSTER, ClusterSizes, run_cluster
 from research_tool.bench.langgraph_protocol import run_langgraph
 from research_tool.bench.local_index import run_local_index
@@ -44,6 +45,7 @@ BENCHMARKS = (
     "resume",
     "local_index",
     "splitter",
+    "answer_reader",
     "model_hang",
     "storage",
     "offline_run",
@@ -127,6 +129,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
         ),
         "local_index": lambda: run_local_index(sizes.scifact_dir),
         "splitter": lambda: run_splitter(sizes.splitter_sizes),
+        "answer_reader": run_answer_reader,
         "model_hang": lambda: run_model_hang(workdir, time_limit_s=sizes.model_hang_limit_s),
         "storage": lambda: run_storage(
             workdir,

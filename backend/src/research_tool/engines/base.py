@@ -82,6 +82,9 @@ class SynthesisInput(_Strict):
     # The answer ranker's sentence similarity (`ranker.SentenceSimilarity`: question, sentences -> cosines) when
     # the `semantic` extra's encoder is on; None: the lexical ranker. Not part of the input's data.
     similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = Field(default=None, exclude=True)
+    # The answer reader (`answering.AnswerReader`: question, [(sentence, context)] -> probabilities) when the
+    # `semantic` extra and the reader's weights are here; None: the lexical ranker alone. Not part of the data.
+    reader: Callable[[str, Sequence[tuple[str, str]]], Sequence[float]] | None = Field(default=None, exclude=True)
 
 
 class FindingDraft(_Strict):

@@ -54,7 +54,7 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
         ],
         key=lambda f: _rank(f),
     )
-    selection = select_answer(request.query, request.sources, similarity=request.similarity)
+    selection = select_answer(request.query, request.sources, similarity=request.similarity, reader=request.reader)
     notes = _notes(request, answered=selection.answered)
     by_id = {f.id: f for f in ranked}
     if selection.answered and selection.sentences:

@@ -24,6 +24,7 @@ from research_tool.graph.search_failures import unreachable_providers
 from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import Fact
 from research_tool.models.state import ResearchState, current_facts
+from research_tool.providers.local_corpus.reader import answer_reader
 from research_tool.providers.local_corpus.similarity import answer_similarity
 
 _EDITORIAL = re.compile(r"^\s*_[^\n]*_[.!?]?\s*$")
@@ -82,6 +83,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             unreachable_providers=unreachable_providers(state.get("provider_calls") or {}),
             stop_reason=state.get("stop_reason"),
             similarity=answer_similarity(ctx.settings.semantic_search),
+            reader=answer_reader(),
         )
     )
     checked = await run_cpu(check_citations, step.value, full_text)  # CPU-bound: off the loop and its GIL
