@@ -68,7 +68,9 @@ def test_the_reader_reads_the_title_and_the_sentence_before() -> None:
 def test_a_lead_the_reader_finds_unlikely_is_refused_with_the_closest_quoted() -> None:
     unlikely = load_mix().answered_at / 2
     selection = select_answer(
-        "How much does a child ticket cost?", corpus(RAILWAY), reader=reader_liking("nothing", low=unlikely)  # type: ignore[arg-type]
+        "How much does a child ticket cost?",
+        corpus(RAILWAY),
+        reader=reader_liking("nothing", low=unlikely),  # type: ignore[arg-type]
     )
     assert not selection.answered
     assert selection.closest

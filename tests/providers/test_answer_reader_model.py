@@ -30,8 +30,14 @@ def reader() -> AnswerReader:
 def test_it_reads_the_sentence_that_answers_above_one_that_only_shares_words(reader: AnswerReader) -> None:
     question = "When did the Kestrel Valley Railway open?"
     passages = [
-        ("It was opened in 1887 by the Kestrel Valley Company to carry slate to the coast.", "Kestrel Valley Railway: The line runs for nine miles from Pelham to the sea."),
-        ("The Kestrel Valley Railway Society was founded in 1968.", "Kestrel Valley Railway: Volunteers run the trains."),
+        (
+            "It was opened in 1887 by the Kestrel Valley Company to carry slate to the coast.",
+            "Kestrel Valley Railway: The line runs for nine miles from Pelham to the sea.",
+        ),
+        (
+            "The Kestrel Valley Railway Society was founded in 1968.",
+            "Kestrel Valley Railway: Volunteers run the trains.",
+        ),
     ]
     opened, founded = reader(question, passages)
     assert 0.0 < founded < opened < 1.0
@@ -39,7 +45,9 @@ def test_it_reads_the_sentence_that_answers_above_one_that_only_shares_words(rea
 
 def test_probabilities_do_not_depend_on_the_batch(reader: AnswerReader) -> None:
     question = "How much does a child ticket cost?"
-    alone = reader(question, [("A child ticket costs £4 and under-fives travel free.", "Fares: Adult tickets cost £9.")])
+    alone = reader(
+        question, [("A child ticket costs £4 and under-fives travel free.", "Fares: Adult tickets cost £9.")]
+    )
     batched = reader(
         question,
         [

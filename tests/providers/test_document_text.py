@@ -45,7 +45,10 @@ def _statements(path: str, text: str) -> list[str]:
     docs = read_documents(Path(path), text.encode("utf-8"))
     sources = [
         NumberedSource(
-            n=1, source=SourceResult(url=f"file:///{path}", title=docs[0].title, source_name="local", full_content=docs[0].text)
+            n=1,
+            source=SourceResult(
+                url=f"file:///{path}", title=docs[0].title, source_name="local", full_content=docs[0].text
+            ),
         )
     ]
     return [c.statement for d in build_candidates(sources) for c in d.candidates]
@@ -77,7 +80,12 @@ def test_markdown_table_rows_become_sentences_and_lead_ins_are_not_statements() 
 def test_candidates_carry_their_title_and_the_sentence_before_for_the_reader() -> None:
     docs = read_documents(Path("club.md"), CLUB_MD.encode("utf-8"))
     sources = [
-        NumberedSource(n=1, source=SourceResult(url="file:///club.md", title=docs[0].title, source_name="local", full_content=docs[0].text))
+        NumberedSource(
+            n=1,
+            source=SourceResult(
+                url="file:///club.md", title=docs[0].title, source_name="local", full_content=docs[0].text
+            ),
+        )
     ]
     (doc,) = build_candidates(sources)
     last = doc.candidates[-1]

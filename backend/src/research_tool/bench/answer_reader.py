@@ -40,7 +40,9 @@ def _sources() -> list[NumberedSource]:
         NumberedSource(
             n=i,
             source=SourceResult(
-                url=f"file:///railway/{i}.md", title=f"Kestrel Valley Railway part {i}", source_name="local",
+                url=f"file:///railway/{i}.md",
+                title=f"Kestrel Valley Railway part {i}",
+                source_name="local",
                 full_content=PAGE,
             ),
         )

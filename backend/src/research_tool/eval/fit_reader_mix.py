@@ -52,10 +52,14 @@ class Read:
 
 
 def labelled(item: Item, statement: str) -> bool:
-    return owndocs.sentence_matches(statement, item.sentence) if item.sentence else contains_gold(statement, item.answers)
+    return (
+        owndocs.sentence_matches(statement, item.sentence) if item.sentence else contains_gold(statement, item.answers)
+    )
 
 
-def read_pools(pools: dict[str, list[dict[str, Any]]], items: dict[str, tuple[str, Item]], reader: AnswerReader) -> list[Read]:
+def read_pools(
+    pools: dict[str, list[dict[str, Any]]], items: dict[str, tuple[str, Item]], reader: AnswerReader
+) -> list[Read]:
     out = []
     for question, raw in pools.items():
         if question not in items:
@@ -107,7 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=f"write {MIX_FILE.name}")
     args = parser.parse_args(argv)
     items: dict[str, tuple[str, Item]] = {}
-    for answer_set in (load_owndocs(args.eval_dir / "owndocs", args.work_dir), load_squad(args.eval_dir / "squad_dev_part2", args.work_dir)):
+    for answer_set in (
+        load_owndocs(args.eval_dir / "owndocs", args.work_dir),
+        load_squad(args.eval_dir / "squad_dev_part2", args.work_dir),
+    ):
         for item in answer_set.items:  # the fit part only
             items[item.question] = (answer_set.name, item)
     pools: dict[str, list[dict[str, Any]]] = {}
@@ -117,7 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     reads = read_pools(pools, items, reader)
     sets = ("owndocs", "squad")
     print("questions read:", {s: sum(r.set == s for r in reads) for s in sets})
-    print("gold among the read:", {s: round(sum(any(r.labels) for r in reads if r.set == s and r.kind == "factoid") / max(1, sum(r.set == s and r.kind == "factoid" for r in reads)), 3) for s in sets})
+    print(
+        "gold among the read:",
+        {
+            s: round(
+                sum(any(r.labels) for r in reads if r.set == s and r.kind == "factoid")
+                / max(1, sum(r.set == s and r.kind == "factoid" for r in reads)),
+                3,
+            )
+            for s in sets
+        },
+    )
     print("lexical alone:", {s: round(accuracy(reads, s, 1.0, 0.0), 3) for s in sets})
     print("reader alone:", {s: round(accuracy(reads, s, 0.0), 3) for s in sets})
     grid = {w: {s: accuracy(reads, s, w) for s in sets} for w in LEXICAL_WEIGHTS}
@@ -133,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
     candidates = sorted({round(lead_p(r), 4) for r in reads} | {0.0})
     answered_at = 0.0
+
     def wrongly_refused(t: float) -> float:
         """Answerable questions refused at `t`, averaged over the sets (each counts alike, as for the mix)."""
         shares = [
@@ -147,16 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     refused = sum(lead_p(r) < answered_at for r in unanswerable) / max(1, len(unanswerable))
     wrongly = sum(lead_p(r) < answered_at for r in answerable) / max(1, len(answerable))
     print(f"answered_at {answered_at}: unanswerable refused {refused:.3f}, answerable wrongly refused {wrongly:.3f}")
-    for s in sets:
-        u = [r for r in unanswerable if r.set == s]
-        a = [r for r in answerable if r.set == s]
-        print(f"  {s}: unanswerable refused {sum(lead_p(r) < answered_at for r in u) / max(1, len(u)):.3f}, wrongly {sum(lead_p(r) < answered_at for r in a) / max(1, len(a)):.3f}")
-    for t in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5):
-        print(f"  at {t}: " + ", ".join(
-            f"{s} refused {sum(lead_p(r) < t for r in unanswerable if r.set == s) / max(1, sum(r.set == s for r in unanswerable)):.2f}"
-            f" / wrongly {sum(lead_p(r) < t for r in answerable if r.set == s) / max(1, sum(r.set == s for r in answerable)):.3f}"
+
+    def refused_share(rows: list[Read], t: float) -> float:
+        return sum(lead_p(r) < t for r in rows) / max(1, len(rows))
+
+    for t in (answered_at, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5):
+        curve = [
+            f"{s} unanswerable refused {refused_share([r for r in unanswerable if r.set == s], t):.2f}"
+            f" / answerable wrongly {refused_share([r for r in answerable if r.set == s], t):.3f}"
             for s in sets
-        ))
+        ]
+        print(f"  at {t}: " + ", ".join(curve))
     yes_no = [r for r in reads if r.kind == "yes_no" and r.set == "owndocs"]
 
     def verdicts_right(t: float) -> int:
@@ -166,8 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     yes_no_at = max(sorted({0.0, *(round(lead_p(r), 4) for r in yes_no)}), key=lambda t: (verdicts_right(t), -t))
-    print(f"yes/no at {yes_no_at}: {verdicts_right(yes_no_at)} of {len(yes_no)} right (deciding sentence right for "
-          f"{sum(r.labels[lead(r, best)] for r in yes_no)})")
+    print(
+        f"yes/no at {yes_no_at}: {verdicts_right(yes_no_at)} of {len(yes_no)} right (deciding sentence right for "
+        f"{sum(r.labels[lead(r, best)] for r in yes_no)})"
+    )
     mix = {"reader": 1.0, "lexical": best, "read_top": READ_TOP, "answered_at": answered_at, "yes_no_at": yes_no_at}
     print("mix:", mix)
     if args.write:

@@ -53,9 +53,7 @@ def load_folders(owndocs: Path) -> list[OwnFolder]:
             OwnQuestion(f"{name}/{i}", name, q["q"], q["kind"], q["file"], q["sentence"], q.get("short"))
             for i, q in enumerate(raw["questions"])
         ]
-        questions += [
-            OwnQuestion(f"{name}/u{i}", name, q, "unanswerable") for i, q in enumerate(raw["unanswerable"])
-        ]
+        questions += [OwnQuestion(f"{name}/u{i}", name, q, "unanswerable") for i, q in enumerate(raw["unanswerable"])]
         folders.append(OwnFolder(name, dict(raw["files"]), questions))
     return folders
 

@@ -130,7 +130,11 @@ def squad_groups(path: Path, articles: slice, origin: str, rng: random.Random) -
                     if holding is None:
                         continue
                     said = " ".join(holding.text.split())
-                    positive |= {i for i in by_page.get(f"p{a}-{p}", []) if pool[i].statement in said or said in pool[i].statement}
+                    positive |= {
+                        i
+                        for i in by_page.get(f"p{a}-{p}", [])
+                        if pool[i].statement in said or said in pool[i].statement
+                    }
                 if qa.get("answers") and not positive:
                     continue  # its sentence is no candidate (not declarative): nothing to learn from
                 group = _group(qa["question"], pool, positive, origin, rng)
@@ -173,7 +177,9 @@ def hotpot_groups(folder: Path, rng: random.Random) -> list[Group]:
         pages = [(title, title, " ".join(sentences)) for title, sentences in q["context"]]
         pool = _pool(pages)
         gold_pages = {title for title, _ in q["supporting_facts"]}
-        positive = {i for i, c in enumerate(pool) if c.url in gold_pages and answer.casefold() in c.statement.casefold()}
+        positive = {
+            i for i, c in enumerate(pool) if c.url in gold_pages and answer.casefold() in c.statement.casefold()
+        }
         if positive:
             group = _group(q["question"], pool, positive, "hotpotqa", rng)
             if group is not None:
@@ -294,7 +300,11 @@ def tuned_arrays(model: Any) -> dict[str, Any]:
         if getattr(module, "tuned", False):
             out[f"{name}.lora_a"] = module.lora_a.detach().numpy()
             out[f"{name}.lora_b"] = module.lora_b.detach().numpy()
-        if hasattr(module, "weight") and isinstance(module.weight, type(model.head.weight)) and module.weight.requires_grad:
+        if (
+            hasattr(module, "weight")
+            and isinstance(module.weight, type(model.head.weight))
+            and module.weight.requires_grad
+        ):
             out[f"{name}.weight"] = module.weight.detach().numpy()
             out[f"{name}.bias"] = module.bias.detach().numpy()
     out["head.weight"] = model.head.weight.detach().numpy()[0]

@@ -32,7 +32,6 @@ from research_tool.engines.text.candidates import Candidate, SourceDoc, build_ca
 from research_tool.engines.text.entities import PERIOD_RE, find_mentions
 from research_tool.engines.text.howto_answers import CODE_SPAN_RE, howto_answer
 from research_tool.engines.text.question_intent import VALUE_TYPES, QuestionIntent, classify_question
-from research_tool.engines.text.reader_mix import ReaderMix, load_mix
 from research_tool.engines.text.question_intent import coverage as _coverage
 from research_tool.engines.text.question_intent import idf_weights as _idf_weights
 from research_tool.engines.text.ranker import (
@@ -45,6 +44,7 @@ from research_tool.engines.text.ranker import (
     matched,
     semantic_features,
 )
+from research_tool.engines.text.reader_mix import ReaderMix, load_mix
 from research_tool.engines.text.short_answers import AskedFor, best_span, load_span_model
 from research_tool.engines.text.slots import required_slots
 from research_tool.engines.text.tokens import stem_set

@@ -17,7 +17,9 @@ from research_tool.models.entities import normalize_key
 
 MAX_SENTENCES_PER_SOURCE = 300
 MAX_SIGNATURE_CHARS = 400
-MAX_BEFORE_CHARS = 300  # of the sentence before, for the reader's context  # a longer "signature" line is no call signature
+MAX_BEFORE_CHARS = (
+    300  # of the sentence before, for the reader's context  # a longer "signature" line is no call signature
+)
 
 _HEADING_RE = re.compile(r"^#{1,6}\s")  # a markdown heading (and an html one, written so): never a statement
 # a table row as the document readers write it (documents.row_sentence): "Label: Header value; Header value."

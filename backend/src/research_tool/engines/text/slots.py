@@ -143,22 +143,27 @@ def _answer_slot(text: str, lowered: str, first: str) -> Slot:
         return Slot("answer", "place", (), "a place")
     if first == "why":
         return Slot("answer", "reason", (), "a reason")
-    if first in (
-        "is",
-        "are",
-        "was",
-        "were",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "has",
-        "have",
-        "had",
-        "will",
-        "should",
-    ) or first in _MORE_YES_NO_OPENINGS or _conditional_yes_no(lowered):
+    if (
+        first
+        in (
+            "is",
+            "are",
+            "was",
+            "were",
+            "do",
+            "does",
+            "did",
+            "can",
+            "could",
+            "has",
+            "have",
+            "had",
+            "will",
+            "should",
+        )
+        or first in _MORE_YES_NO_OPENINGS
+        or _conditional_yes_no(lowered)
+    ):
         return Slot("answer", "yes_no", (), "a yes/no verdict")
     which = re.match(
         r"^(?:in |of |for )?(?:which|what)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s+"

@@ -323,7 +323,7 @@ class _HtmlTextExtractor(HTMLParser):
             return
         if tag == "tr" and self._row is not None:
             cells = ["".join(c).strip() for c in self._row]
-            if self._row_is_header and not self._header or (not self._header and not any(cells[1:])):
+            if (self._row_is_header and not self._header) or (not self._header and not any(cells[1:])):
                 self._header = cells
             else:
                 self._newline()

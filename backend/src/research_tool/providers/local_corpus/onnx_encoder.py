@@ -111,7 +111,9 @@ def build_graph(
     if head is None:
         x = op("Add", [x, const("token_type_0", type_table[0])])
     else:
-        x = op("Add", [x, op("Gather", [const("embeddings.token_type_embeddings.weight", type_table), "token_type_ids"])])
+        x = op(
+            "Add", [x, op("Gather", [const("embeddings.token_type_embeddings.weight", type_table), "token_type_ids"])]
+        )
     x = layer_norm(x, "embeddings.LayerNorm")
     # Padded keys get -1e9 before the softmax, so they take no attention (batch x 1 x 1 x tokens).
     key_bias = op(

@@ -65,7 +65,9 @@ def merged_weights(
         if key.endswith(".lora_a"):
             name = key[: -len(".lora_a")]
             b = np.asarray(adapters[f"{name}.lora_b"], np.float32)
-            weights[f"{name}.weight"] = np.asarray(base[f"{name}.weight"], np.float32) + b @ np.asarray(value, np.float32)
+            weights[f"{name}.weight"] = np.asarray(base[f"{name}.weight"], np.float32) + b @ np.asarray(
+                value, np.float32
+            )
         elif not key.endswith(".lora_b") and not key.startswith("head."):
             weights[key] = np.asarray(value, np.float32)
     head = (np.asarray(adapters["head.weight"], np.float32), float(np.asarray(adapters["head.bias"]).reshape(-1)[0]))
