@@ -403,6 +403,16 @@ def open_serving_refusal(settings: Settings, host: str, *, allow_unauthenticated
     )
 
 
+def open_serving_warning(settings: Settings, host: str, *, allow_unauthenticated: bool) -> str | None:
+    """What `serve --allow-unauthenticated` on a reachable address must say before it starts (one line)."""
+    if not allow_unauthenticated or secret_value(settings.api_token) is not None or is_loopback_host(host):
+        return None
+    return (
+        f"serving {host} without RESEARCH_API_TOKEN (--allow-unauthenticated): anyone who can reach the port "
+        "can run research and read every session"
+    )
+
+
 def app_draining(app: Any) -> asyncio.Event | None:
     """The `draining` event of the research services of the app uvicorn serves (wrapped in its middlewares)."""
     for _ in range(8):
