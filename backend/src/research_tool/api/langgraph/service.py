@@ -58,6 +58,11 @@ class LangGraphProtocol:
         self._locks = KeyedLocks()  # per thread; a method called with the lock held never takes it again
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def locks_held(self) -> int:
+        """Thread locks in memory: only those some request holds or waits for."""
+        return len(self._locks)
+
     # --- threads --------------------------------------------------------------------------------
 
     async def record(self, thread_id: str) -> SessionRecord | None:
