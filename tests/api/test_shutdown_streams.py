@@ -16,6 +16,7 @@ import pytest
 from research_tool.bench.wiki_replay import Page, running_wiki
 from research_tool.core.settings import PROVIDER_NAMES
 from tests.conftest import FOREIGN_ENV
+from tests.support.polling import eventually
 from tests.support.servers import cli, until_healthy
 
 from .conftest import CLOSED_PORT_URL, OK_BODY, free_socket
@@ -33,6 +34,11 @@ async def read_stream(client: httpx.AsyncClient, method: str, url: str, opened: 
             text += chunk
             opened.set()
     return text
+
+
+async def awaiting_answers(client: httpx.AsyncClient, session_id: str) -> bool:
+    status = (await client.get(f"/api/research/{session_id}/status")).json()["status"]
+    return bool(status == "awaiting_clarification")
 
 
 async def test_sigterm_ends_serve_within_5_s_and_every_stream_with_a_closing_part(
@@ -61,12 +67,9 @@ async def test_sigterm_ends_serve_within_5_s_and_every_stream_with_a_closing_par
             async with httpx.AsyncClient(base_url=url, trust_env=False, timeout=30) as client:
                 await until_healthy(client, url, lambda: None if process.returncode is None else "exited", 60)
                 searching = (await client.post("/api/research/start", json=OK_BODY)).json()["session_id"]
-                asking = await client.post("/api/research/start", json={**OK_BODY, "query": "Python", "clarify": True})
-                asking_id = asking.json()["session_id"]
-                while (await client.get(f"/api/research/{asking_id}/status")).json()[
-                    "status"
-                ] != "awaiting_clarification":
-                    await asyncio.sleep(0.05)
+                ambiguous = {**OK_BODY, "query": "Python", "clarify": True}
+                asking_id = (await client.post("/api/research/start", json=ambiguous)).json()["session_id"]
+                await eventually(lambda: awaiting_answers(client, asking_id))
                 tid = (await client.post("/threads", json={})).json()["thread_id"]
                 run = await client.post(f"/threads/{tid}/runs", json={"assistant_id": "research", "input": OK_BODY})
                 rid = run.json()["run_id"]
