@@ -420,6 +420,8 @@ class LangGraphProtocol:
             run, _ = await self.get_run(thread_id, run_id)
             if run.status != "pending":
                 break
+            if self.services.draining.is_set():
+                return  # an enqueued run's follower: the server is stopping (the caller says so)
             yield None
             await asyncio.sleep(PENDING_POLL_S)
         if run.output is not None or (run.final and run.status == "error" and await self.record(thread_id) is None):
