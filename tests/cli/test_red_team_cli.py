@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,14 +37,33 @@ def deep_folder(root: Path, depth: int) -> Path:
     return root
 
 
-def test_index_skips_what_it_cannot_read_names_it_and_indexes_the_rest(corpus: Path, tmp_path: Path) -> None:
+def remove_deep(root: Path, depth: int) -> None:
+    """Remove what `deep_folder` made, innermost first: shutil.rmtree (pytest's own tmp cleanup included)
+    recurses and raises RecursionError on a folder this deep."""
+    path = os.path.join(str(root), *(["d"] * depth))
+    os.remove(os.path.join(path, "deep.md"))
+    for _ in range(depth):
+        os.rmdir(path)
+        path = os.path.dirname(path)
+
+
+@pytest.fixture
+def deep_corpus(corpus: Path) -> Iterator[Path]:
+    deep_folder(corpus, DEPTH)
+    try:
+        yield corpus
+    finally:
+        remove_deep(corpus, DEPTH)
+
+
+def test_index_skips_what_it_cannot_read_names_it_and_indexes_the_rest(deep_corpus: Path, tmp_path: Path) -> None:
+    corpus = deep_corpus
     folder = os.fsencode(corpus)
     with open(folder + b"/bad-\xff-name.md", "wb") as handle:
         handle.write(b"# Unreadable name\n\nThis file's name is not UTF-8.")
     os.mkdir(folder + b"/folder-\xfe")
     with open(folder + b"/folder-\xfe/inside.md", "wb") as handle:
         handle.write(b"# Inside\n\nA file in a folder whose name is not UTF-8.")
-    deep_folder(corpus, DEPTH)
 
     indexed = run_cli(tmp_path / "data", "index", str(corpus))
     assert indexed.returncode == 0, indexed.stderr[-2000:]
