@@ -41,11 +41,6 @@ class ResearchRequest(BaseModel):
             raise ValueError("the question is empty")
         return stripped
 
-    @field_validator("corpus_dirs")
-    @classmethod
-    def _folders_are_text(cls, value: list[str]) -> list[str]:
-        return [refuse_unsafe(folder) for folder in value]
-
     @field_validator("providers")
     @classmethod
     def _known_providers(cls, value: list[str] | None) -> list[str] | None:
