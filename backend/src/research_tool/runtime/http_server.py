@@ -18,7 +18,10 @@ client with a limit of 200 locked `/healthz` out for the whole header timeout; 2
 every slot for good). A connection is *idle* while it waits for a request's headers (a new or keep-alive
 connection) and, for a WebSocket, once it has carried no message either way for WS_IDLE_GRACE_S. Each
 client address may keep at most a quarter of the slots idle (`idle_per_client`): past that its own oldest
-idle connection is closed. And a connection over the limit is not refused while an idle one exists: the
+connection idle for IDLE_GRACE_S is closed (issue 32: a just-accepted socket is idle until its first read, and a
+burst of 16 requests from one address lost 11 below the limit). A connection waiting for the body its headers
+announced is idle too, and closed when no byte of it came for `RESEARCH_HEADER_TIMEOUT_S` (issue 32: headers
+and then nothing held a slot for good). And a connection over the limit is not refused while an idle one exists: the
 oldest idle connection of the client holding the most idle ones is closed in its place. With no
 RESEARCH_API_TOKEN, a WebSocket that carried no message for RESEARCH_WS_IDLE_TIMEOUT_S is closed (1001,
 "idle"; the page reconnects with `?after=`): with a token, the handshake already needs it.

@@ -4,7 +4,8 @@ checkpoints) stays the one truth; this only adds the protocol's own records, in 
 Postgres, in a small langgraph.db of the data dir (not shared between the processes of a cluster).
 
 A run's status here is what was last written; while the run is the thread's current one, the API derives
-the live status from the session's (api/langgraph/runs.py) and writes it once it is final.
+the live status from the session's (api/langgraph/service.py) and writes it once it is final. When a later run
+replaces the thread's session, the earlier run's final values are kept in its `output` column.
 """
 
 from __future__ import annotations
