@@ -355,8 +355,11 @@ class LangGraphProtocol:
     async def start_session(self, thread_id: str, request: Any, replace: bool) -> None:
         """A new research round on the thread: a finished session of an earlier run makes way for it."""
         if replace:
+            runner = self.services.runner
+            if not runner.clustered:  # a full server refuses before the earlier round is deleted, not after
+                runner.admission.check(running=runner.running_count)
             await self.keep_output(thread_id)
-            await self.services.runner.delete(thread_id)
+            await runner.delete(thread_id)
         await self.services.runner.create(request, thread_id)
         self.services.runner.submit(thread_id)
         await self.runs.mark_started(thread_id)
