@@ -11,7 +11,7 @@ What uvicorn offers and what it does not:
   previous response on a keep-alive connection), or the connection is closed; they may not exceed
   MAX_HEAD_BYTES (httptools buffers any amount: 431); and a connection over `RESEARCH_MAX_CONNECTIONS`
   (by default half the open-file limit) is closed as soon as it is accepted, so the process always keeps
-  file descriptors for its databases and outgoing requests. `limit_concurrency` is set to the same number.
+  file descriptors for its databases and outgoing requests. `limit_concurrency` (twice that number) is only a backstop.
 
 Slots go to whoever needs one, not to whoever holds the most (issue 22: 400 slow-header sockets of one
 client with a limit of 200 locked `/healthz` out for the whole header timeout; 200 idle WebSockets held
@@ -372,9 +372,10 @@ def server_config(settings: Settings, host: str, port: int, **overrides: Any) ->
         "ws": bounded_ws_protocol(settings, slots),
         "timeout_keep_alive": KEEP_ALIVE_S,
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
-        # uvicorn answers 503 once `len(connections) >= limit_concurrency`, the new request's own connection
-        # counted: + 1, so that RESEARCH_MAX_CONNECTIONS connections may each have a request in progress.
-        "limit_concurrency": connection_limit(settings) + 1,
+        # Only a backstop: uvicorn answers 503 once `len(connections) >= limit_concurrency`, counting the new
+        # request's own connection and the idle ones closed to make room whose loss the loop (uvloop) has not
+        # reported yet. ConnectionSlots already keeps the open connections within the limit.
+        "limit_concurrency": 2 * connection_limit(settings),
         **overrides,
     }
     return uvicorn.Config(APP_FACTORY, **options)
