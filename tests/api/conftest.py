@@ -23,6 +23,7 @@ from research_tool.api.app import create_app
 from research_tool.bench.wiki_replay import Page, WikiReplay, build_pages, running_wiki
 from research_tool.core.settings import PROVIDER_NAMES, Settings
 from research_tool.runtime.composition import ResearchServices
+from research_tool.runtime.http_server import ResearchServer
 
 CLOSED_PORT_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused at once
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
@@ -126,7 +127,7 @@ async def serve(settings: Settings, headers: dict[str, str] | None = None) -> As
     sock = free_socket()
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
-    server = uvicorn.Server(config)
+    server = ResearchServer(config)  # as `serve` runs it: open streams end when it shuts down
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:

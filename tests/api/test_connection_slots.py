@@ -97,3 +97,51 @@ async def test_without_a_token_an_idle_websocket_is_closed(server: str) -> None:
                 await asyncio.wait_for(drain(ws), timeout=WS_IDLE_TIMEOUT_S + 10)
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
             assert time.monotonic() - opened < WS_IDLE_TIMEOUT_S + 8
+
+
+async def headers_without_body(port: int) -> asyncio.StreamWriter:
+    """A connection that sent a POST's complete headers and will never send the body they announce."""
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        b"POST /api/research/start HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    )
+    await writer.drain()
+    return writer
+
+
+@pytest.mark.slow
+async def test_sockets_that_never_send_their_body_do_not_lock_out_healthz(server: str) -> None:
+    """Issue 32 item 4: completing the headers cancelled the only deadline, so 22 such sockets at a limit of 20
+    answered /healthz 503 for good; now a connection waiting for its body is idle and gives way."""
+    port = int(server.rsplit(":", 1)[1])
+    held = [await headers_without_body(port) for _ in range(MAX_CONNECTIONS + 2)]
+    try:
+        async with httpx.AsyncClient(trust_env=False) as client:
+            for _ in range(3):
+                started = time.monotonic()
+                response = await client.get(f"{server}/healthz", timeout=HEADER_TIMEOUT_S)
+                assert response.status_code == 200, response.text
+                assert time.monotonic() - started < 5.0
+    finally:
+        for writer in held:
+            writer.close()
+
+
+async def one_request(port: int) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), 20)
+    finally:
+        writer.close()
+
+
+@pytest.mark.slow
+async def test_a_burst_from_one_address_below_the_limit_is_answered_whole(server: str) -> None:
+    """Issue 32 item 5: a just-accepted socket counted as idle before its first read, so 11 of 16 simultaneous
+    requests from one address (every client behind a reverse proxy) were closed unanswered at a limit of 20."""
+    port = int(server.rsplit(":", 1)[1])
+    answers = await asyncio.gather(*(one_request(port) for _ in range(MAX_CONNECTIONS - 4)))
+    assert [a.split(b"\r\n", 1)[0] for a in answers] == [b"HTTP/1.1 200 OK"] * (MAX_CONNECTIONS - 4)

@@ -30,3 +30,26 @@ async def test_a_session_over_http_on_postgres(pg_url: str, tmp_path: Path) -> N
             assert 'research_sessions{status="completed"} 1.0' in metrics
             assert (await api.client.delete(f"/api/research/{sid}")).status_code in (200, 204)
             assert (await api.client.get(f"/api/research/{sid}/status")).status_code == 404
+
+
+async def test_nul_bytes_are_a_422_on_postgres_too(pg_url: str, tmp_path: Path) -> None:
+    """Issue 32 item 6: a NUL in a question, a LangGraph run's input or an answer was a 500 (psycopg.DataError:
+    Postgres refuses NUL in text and JSONB) where SQLite stored it. Now both refuse it with 422."""
+    pages = [Page(p.pageid, p.title, p.text[:PAGE_CHARS], p.words) for p in build_pages()]
+    with running_wiki(delay_s=0.0, pages=pages) as (wiki_url, _):
+        async with serve(offline_settings(tmp_path / "data", wiki_url, database_url=pg_url)) as api:
+            nul = {"query": "subprocess\u0000 timeout", "providers": ["wikipedia"], "fetch": False}
+            assert (await api.client.post("/api/research/start", json=nul)).status_code == 422
+            run = {"assistant_id": "research", "input": nul}
+            assert (await api.client.post("/runs/wait", json=run)).status_code == 422
+            sid = await api.start(query="Python", clarify=True)
+            await api.wait_status(sid, "awaiting_clarification")
+            answers = {"answers": ["the\u0000 language"]}
+            assert (await api.client.post(f"/api/research/{sid}/clarify", json=answers)).status_code == 422
+            resume = {"assistant_id": "research", "command": {"resume": "the\u0000 language"}}
+            assert (await api.client.post(f"/threads/{sid}/runs", json=resume)).status_code == 422
+            assert (await api.client.get("/api/research")).json()["total"] == 1
+            assert (
+                await api.client.post(f"/api/research/{sid}/clarify", json={"answers": ["a language"]})
+            ).status_code == 202
+            assert (await api.wait_status(sid, "completed"))["status"] == "completed"

@@ -153,3 +153,15 @@ async def test_provider_memory_ranks_and_lists_failures(pg: PostgresStorage) -> 
     assert ranked[0][0] == "local" and dict(ranked)["brave"] == 0.5
     assert [f.provider for f in await memory.failures()] == ["arxiv", "wikipedia"]
     assert [f.message for f in await memory.failures(provider="wikipedia")] == ["slow"]
+
+
+async def test_a_failure_message_with_nul_is_stored_cleaned(pg: PostgresStorage) -> None:
+    """Issue 32: a session's error or event text may quote what a source or an exception said; Postgres refuses
+    NUL in text and JSONB, so the failure itself could not be recorded (psycopg.DataError)."""
+    record = await pg.store.create(ResearchRequest(query="a question"))
+    await pg.store.update(record.id, status="failed", error="upstream said a\u0000b", progress={"note": "c\u0000d"})
+    got = await pg.store.get(record.id)
+    assert got.error == "upstream said ab" and got.progress == {"note": "cd"}
+    await pg.events.append(record.id, "session_failed", None, "failed: a\u0000b", {"error": "a\u0000b"})
+    (event,) = await pg.events.replay(record.id)
+    assert event.message == "failed: ab" and event.data == {"error": "ab"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -53,8 +54,8 @@ async def test_file_swapped_for_a_symlink_after_the_walk_is_refused_at_read_time
     target.write_text("An innocent file about sourdough.\n", encoding="utf-8")
     real_walk = corpus_index._walk_supported
 
-    def walk_then_swap(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
-        for path, stat in real_walk(root):
+    def walk_then_swap(root: Path, *skip: Any) -> Iterator[tuple[Path, os.stat_result]]:
+        for path, stat in real_walk(root, *skip):
             if path == target:  # the race: the walk saw a regular file, the reader meets a symlink
                 path.unlink()
                 path.symlink_to(outside_secret)

@@ -1110,13 +1110,16 @@ CLUSTER_ONLY = "needs RESEARCH_DATABASE_URL (a postgresql:// URL): sessions are 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.core.extras import require_postgres_extra
-    from research_tool.runtime.http_server import open_serving_refusal, run_server
+    from research_tool.runtime.http_server import open_serving_refusal, open_serving_warning, run_server
     from research_tool.runtime.ownership import DataDirOwner, record_serving_url
     from research_tool.runtime.shared_limits import check_shared_limits_settings
 
     refusal = open_serving_refusal(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
     if refusal is not None:
         raise CliError(refusal)
+    warning = open_serving_warning(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
+    if warning is not None:
+        stderr.print(Text(f"research-tool: warning: {warning}"))
 
     # A missing extra is one line of bad input here, not a traceback from inside the app's startup.
     if settings.database_url:

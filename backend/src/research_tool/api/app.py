@@ -88,6 +88,7 @@ def create_app(settings: Settings | None = None, *, local_origins: bool = False)
             try:
                 yield
             finally:
+                services.draining.set()  # (ResearchServer set it already, as the shutdown began)
                 app.state.services = None
                 app.state.langgraph = None
                 await loop_lag.stop()

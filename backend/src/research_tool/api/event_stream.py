@@ -3,7 +3,9 @@ stored ones first, then live ones, ending after the final event.
 
 While nothing happens it yields `None` every `idle_s` seconds (a heartbeat the transport may send or
 skip) and ends on its own when the session has finished or been deleted and nothing is left to send,
-so a client never waits forever on a session that will say nothing more.
+so a client never waits forever on a session that will say nothing more. It also ends as soon as the
+server starts to shut down (`services.draining`): the transport then sends its closing part (see
+`stream_cut_short`), and the client resumes after the restart from its last event id.
 """
 
 from __future__ import annotations
@@ -37,7 +39,12 @@ async def session_events(
         finally:
             queue.put_nowait(_END)
 
+    async def drain() -> None:
+        await services.draining.wait()
+        queue.put_nowait(_END)
+
     task = asyncio.create_task(pump(), name=f"events-{session_id}")
+    drain_task = asyncio.create_task(drain(), name=f"events-drain-{session_id}")
     last_seq = after
     try:
         while True:
@@ -56,4 +63,10 @@ async def session_events(
                 return
     finally:
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        drain_task.cancel()
+        await asyncio.gather(task, drain_task, return_exceptions=True)
+
+
+def stream_cut_short(services: ResearchServices) -> bool:
+    """Whether a stream of session events ended because the server is shutting down."""
+    return services.draining.is_set()

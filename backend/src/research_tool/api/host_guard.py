@@ -9,7 +9,9 @@ may open a WebSocket to `ws://127.0.0.1:8000` (WebSockets are not subject to COR
   address: `--host 192.168.1.5` answers to `Host: 192.168.1.5`), and whatever `RESEARCH_ALLOWED_HOSTS`
   adds (comma-separated names, `*.example.org` wildcards, or `*` for any host behind a proxy that
   checks it). Anything else: 400 `host_not_allowed`.
-- Origin: a request with an `Origin` header to the WebSocket or the SSE stream is refused (403
+- Origin: a request with an `Origin` header to the WebSocket, to an event stream (`/api/research/{id}/events`
+  and LangGraph's `.../stream` routes) or with a method that changes something (POST, PATCH, PUT, DELETE:
+  a page may send a cross-site POST without a preflight, and a cancel needs no body) is refused (403
   `origin_not_allowed`) unless the origin is the server's own (`scheme://<Host>`) or listed in
   `RESEARCH_CORS_ORIGINS` (or, served on a loopback address by `research-tool serve`, a page of this machine:
   `http://localhost:<port>`, `http://127.0.0.1:<port>`). Clients that send no Origin (curl, the CLI, httpx)
@@ -40,7 +42,8 @@ LOCAL_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")
 # `research-tool serve` on a loopback --host allows these origins by default (api/app.create_loopback_app).
 LOCAL_ORIGIN_PATTERN = r"http://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?"
 CLOSE_FORBIDDEN = 4403
-SSE_PATH = re.compile(r"^/api/research/[^/]+/events/?$")
+SSE_PATH = re.compile(r"^(/api/research/[^/]+/events|(/threads/[^/]+)?/runs(/[^/]+)?/stream|/threads/[^/]+/stream)/?$")
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def parse_allowed_hosts(value: str) -> list[str]:
@@ -126,10 +129,17 @@ class HostGuardMiddleware:
             await self._refuse(scope, receive, send, 400, "host_not_allowed", message)
             return
         origin = headers.get("origin")
-        guarded = scope["type"] == "websocket" or SSE_PATH.match(scope.get("path", "")) is not None
+        guarded = (
+            scope["type"] == "websocket"
+            or scope.get("method", "GET") not in SAFE_METHODS
+            or SSE_PATH.match(scope.get("path", "")) is not None
+        )
         if guarded and origin is not None and not self.origin_allowed(origin, host_header):
             log.warning("request_refused_origin", origin=origin[:100], path=scope.get("path", ""))
-            message = f"Origin {origin[:100]!r} may not read this stream; add it to RESEARCH_CORS_ORIGINS to allow it"
+            message = (
+                f"Origin {origin[:100]!r} may not use this server (streams and changes); "
+                "add it to RESEARCH_CORS_ORIGINS to allow it"
+            )
             await self._refuse(scope, receive, send, 403, "origin_not_allowed", message)
             return
         await self.app(scope, receive, send)

@@ -46,6 +46,13 @@ class SessionStateError(ResearchToolError):
     error_type = "conflict"
 
 
+class ReentrantLockError(ResearchToolError):
+    """A task asked for a per-key lock it already holds: waiting would hang it (and every later request on the
+    key) for good, so this is raised instead. Always a bug of the caller."""
+
+    error_type = "internal_error"
+
+
 class ServerBusyError(ResearchToolError):
     """The server already holds as many sessions as it may (running + queued): try again after `retry_after_s`.
     Nothing was created (API 503 with Retry-After)."""

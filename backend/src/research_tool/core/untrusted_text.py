@@ -25,6 +25,15 @@ def clean_text(text: str) -> str:
     return _UNSAFE.sub("\ufffd", text)
 
 
+def refuse_unsafe(text: str) -> str:
+    """A caller's own text (a question, an answer) as is; ValueError when it holds a character `clean_text`
+    would remove: a request is refused (422) rather than quietly changed or stored by one backend only."""
+    found = _UNSAFE.search(text)
+    if found is not None:
+        raise ValueError(f"control character U+{ord(found.group()):04X} is not allowed in text")
+    return text
+
+
 def clean_value(value: Any) -> Any:
     """`clean_text` over every string in a JSON-like value (dicts, lists, tuples); other values unchanged."""
     if isinstance(value, str):

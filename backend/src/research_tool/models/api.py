@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from research_tool.core.untrusted_text import refuse_unsafe
 from research_tool.models import schemas
 from research_tool.models.sessions import SessionRecord, SessionStatus
 
@@ -19,7 +20,11 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-Answer = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ANSWER_CHARS)]
+Answer = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ANSWER_CHARS),
+    AfterValidator(refuse_unsafe),
+]
 
 
 class ClarifyRequest(Strict):

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from research_tool.core.settings import PROVIDER_NAMES
+from research_tool.core.untrusted_text import refuse_unsafe
 from research_tool.models.domain import DomainName
 from research_tool.models.tiers import TierName
 
@@ -35,7 +36,7 @@ class ResearchRequest(BaseModel):
     @field_validator("query")
     @classmethod
     def _query_has_text(cls, value: str) -> str:
-        stripped = value.strip()
+        stripped = refuse_unsafe(value).strip()  # Postgres refuses NUL: the same 422 on every backend
         if not stripped:
             raise ValueError("the question is empty")
         return stripped

@@ -47,6 +47,15 @@ class Admission:
         """Hold a place while a new session is created; raises ServerBusyError when every run slot (`running`
         are taken) and every queue place is. The caller launches the session (`enqueue`) before giving control
         back to the event loop."""
+        self.check(running=running)
+        self._reserved += 1
+        try:
+            yield
+        finally:
+            self._reserved -= 1
+
+    def check(self, *, running: int) -> None:
+        """ServerBusyError when one more session would not be admitted now (nothing is held)."""
         free_slots = max(0, self.max_running - running)
         if self.queued >= self.max_queued + free_slots:
             raise ServerBusyError(
@@ -54,11 +63,6 @@ class Admission:
                 f"try again in {self.retry_after_s()} s",
                 retry_after_s=self.retry_after_s(),
             )
-        self._reserved += 1
-        try:
-            yield
-        finally:
-            self._reserved -= 1
 
     def enqueue(self, session_id: str) -> None:
         self._waiting.add(session_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiosqlite
@@ -55,6 +55,9 @@ class ResearchServices:
     runner: SessionRunner
     storage: Storage
     cluster: Any = None  # Postgres: this process's ClusterNode (leases, LISTEN connection, claim loop)
+    # Set when the server starts to shut down: every live stream of session events ends at once with a closing
+    # part, and long polls answer 503, so that no open connection holds the shutdown (issue 32).
+    draining: asyncio.Event = field(default_factory=asyncio.Event)
 
     def validate(self, request: ResearchRequest) -> None:
         """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine)."""

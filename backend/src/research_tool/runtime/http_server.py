@@ -11,14 +11,17 @@ What uvicorn offers and what it does not:
   previous response on a keep-alive connection), or the connection is closed; they may not exceed
   MAX_HEAD_BYTES (httptools buffers any amount: 431); and a connection over `RESEARCH_MAX_CONNECTIONS`
   (by default half the open-file limit) is closed as soon as it is accepted, so the process always keeps
-  file descriptors for its databases and outgoing requests. `limit_concurrency` is set to the same number.
+  file descriptors for its databases and outgoing requests. `limit_concurrency` (twice that number) is only a backstop.
 
 Slots go to whoever needs one, not to whoever holds the most (issue 22: 400 slow-header sockets of one
 client with a limit of 200 locked `/healthz` out for the whole header timeout; 200 idle WebSockets held
 every slot for good). A connection is *idle* while it waits for a request's headers (a new or keep-alive
 connection) and, for a WebSocket, once it has carried no message either way for WS_IDLE_GRACE_S. Each
 client address may keep at most a quarter of the slots idle (`idle_per_client`): past that its own oldest
-idle connection is closed. And a connection over the limit is not refused while an idle one exists: the
+connection idle for IDLE_GRACE_S is closed (issue 32: a just-accepted socket is idle until its first read, and a
+burst of 16 requests from one address lost 11 below the limit). A connection waiting for the body its headers
+announced is idle too, and closed when no byte of it came for `RESEARCH_HEADER_TIMEOUT_S` (issue 32: headers
+and then nothing held a slot for good). And a connection over the limit is not refused while an idle one exists: the
 oldest idle connection of the client holding the most idle ones is closed in its place. With no
 RESEARCH_API_TOKEN, a WebSocket that carried no message for RESEARCH_WS_IDLE_TIMEOUT_S is closed (1001,
 "idle"; the page reconnects with `?after=`): with a token, the handshake already needs it.
@@ -33,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import resource
+import socket
 import time
 from typing import Any, ClassVar, Protocol
 
@@ -49,6 +53,7 @@ APP_FACTORY = "research_tool.api.app:create_app"
 # On a loopback --host: the same app, and a page of this machine (a local chat UI) may call it cross-origin.
 LOOPBACK_APP_FACTORY = "research_tool.api.app:create_loopback_app"
 KEEP_ALIVE_S = 5
+GRACEFUL_SHUTDOWN_S = 3.0  # SIGTERM: what is still open this long after it is cancelled (exit well within 5 s)
 DEFAULT_MAX_CONNECTIONS = 4096
 CLOSE_GOING_AWAY = 1001
 
@@ -76,17 +81,26 @@ def client_host(client: tuple[str, int] | None) -> str:
     return client[0] if client else "?"
 
 
+# A connection must have been idle this long before its client's share of idle slots can close it: a burst of
+# requests from one address (every client of a reverse proxy shares its address) opens many connections at
+# once, each idle until the server first reads it, and none of them may be lost below the limit (issue 32).
+IDLE_GRACE_S = 1.0
+
+
 class ConnectionSlots:
     """One server's idle connections, by client address (oldest first), and the choice of which to close."""
 
-    def __init__(self, max_connections: int) -> None:
+    def __init__(self, max_connections: int, idle_grace_s: float = IDLE_GRACE_S) -> None:
         self.max_connections = max_connections
         self.idle_per_client = max(1, max_connections // 4)
-        self._idle: dict[str, dict[IdleConnection, None]] = {}  # insertion-ordered sets
+        self.idle_grace_s = idle_grace_s
+        self._idle: dict[str, dict[IdleConnection, float]] = {}  # insertion-ordered: connection -> idle since
         self._closing: set[IdleConnection] = set()  # closed to make room, still counted until they are gone
 
     def idle(self, host: str, connection: IdleConnection) -> None:
-        self._idle.setdefault(host, {})[connection] = None
+        held = self._idle.setdefault(host, {})
+        if connection not in held:
+            held[connection] = time.monotonic()
 
     def busy(self, host: str, connection: IdleConnection) -> None:
         held = self._idle.get(host)
@@ -107,14 +121,16 @@ class ConnectionSlots:
         oldest idle connection past its share, and one idle connection when the server is over its limit.
         False when the server is over its limit and nothing could be closed (the newcomer must go)."""
         if self.held_idle(host) > self.idle_per_client:
-            self._close_oldest(host, newcomer)
+            self._close_oldest(host, newcomer, idle_before=time.monotonic() - self.idle_grace_s)
         if open_connections - len(self._closing) <= self.max_connections:
             return True
         holders = sorted(self._idle, key=lambda h: len(self._idle[h]) - (newcomer in self._idle[h]), reverse=True)
         return any(self._close_oldest(h, newcomer) for h in holders)
 
-    def _close_oldest(self, host: str, spare: IdleConnection) -> bool:
-        for connection in self._idle.get(host, {}):
+    def _close_oldest(self, host: str, spare: IdleConnection, idle_before: float | None = None) -> bool:
+        for connection, since in self._idle.get(host, {}).items():
+            if idle_before is not None and since > idle_before:
+                return False  # the oldest left is within its grace, and so is every later one
             if connection is not spare:
                 self.busy(host, connection)
                 self._closing.add(connection)
@@ -132,6 +148,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     slots: ClassVar[ConnectionSlots] = ConnectionSlots(512)
 
     _header_deadline: asyncio.TimerHandle | None = None
+    _body_deadline: asyncio.TimerHandle | None = None
     _head_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -144,11 +161,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()
+        self._cancel_body_deadline()
         self.slots.gone(client_host(self.client), self)
         super().connection_lost(exc)
 
     def close_idle(self) -> None:
         self._cancel_header_deadline()
+        self._cancel_body_deadline()
         self.transport.close()
 
     def data_received(self, data: bytes) -> None:
@@ -165,6 +184,44 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._cancel_header_deadline()
         super().on_headers_complete()
+        if self._expects_body():
+            self._arm_body_deadline()  # idle again until its body is in (issue 32: headers, then nothing)
+
+    def on_body(self, body: bytes) -> None:
+        super().on_body(body)
+        if self._body_deadline is not None:  # progress: the deadline counts from the latest bytes
+            self._arm_body_deadline()
+
+    def on_message_complete(self) -> None:
+        self._cancel_body_deadline()
+        super().on_message_complete()
+
+    def _expects_body(self) -> bool:
+        if self.parser.should_upgrade():
+            return False
+        for name, value in self.headers:
+            if name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"", b"0")):
+                return True
+        return False
+
+    def _arm_body_deadline(self) -> None:
+        if self._body_deadline is not None:
+            self._body_deadline.cancel()
+        self._body_deadline = self.loop.call_later(self.header_timeout_s, self._body_deadline_passed)
+        self.slots.idle(client_host(self.client), self)
+
+    def _cancel_body_deadline(self) -> None:
+        if self._body_deadline is not None:
+            self._body_deadline.cancel()
+            self._body_deadline = None
+            self.slots.busy(client_host(self.client), self)
+
+    def _body_deadline_passed(self) -> None:
+        self._body_deadline = None
+        self.slots.busy(client_host(self.client), self)
+        if not self.transport.is_closing():
+            log.info("connection_closed_slow_body", client=str(self.client), timeout_s=self.header_timeout_s)
+            self.transport.close()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -316,7 +373,11 @@ def server_config(settings: Settings, host: str, port: int, **overrides: Any) ->
         "http": bounded_protocol(settings, slots),
         "ws": bounded_ws_protocol(settings, slots),
         "timeout_keep_alive": KEEP_ALIVE_S,
-        "limit_concurrency": connection_limit(settings),
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
+        # Only a backstop: uvicorn answers 503 once `len(connections) >= limit_concurrency`, counting the new
+        # request's own connection and the idle ones closed to make room whose loss the loop (uvloop) has not
+        # reported yet. ConnectionSlots already keeps the open connections within the limit.
+        "limit_concurrency": 2 * connection_limit(settings),
         **overrides,
     }
     return uvicorn.Config(app_factory(host), **options)
@@ -353,6 +414,42 @@ def open_serving_refusal(settings: Settings, host: str, *, allow_unauthenticated
     )
 
 
+def open_serving_warning(settings: Settings, host: str, *, allow_unauthenticated: bool) -> str | None:
+    """What `serve --allow-unauthenticated` on a reachable address must say before it starts (one line)."""
+    if not allow_unauthenticated or secret_value(settings.api_token) is not None or is_loopback_host(host):
+        return None
+    return (
+        f"serving {host} without RESEARCH_API_TOKEN (--allow-unauthenticated): anyone who can reach the port "
+        "can run research and read every session"
+    )
+
+
+def app_draining(app: Any) -> asyncio.Event | None:
+    """The `draining` event of the research services of the app uvicorn serves (wrapped in its middlewares)."""
+    for _ in range(8):
+        services = getattr(getattr(app, "state", None), "services", None)
+        if services is not None:
+            draining = getattr(services, "draining", None)
+            return draining if isinstance(draining, asyncio.Event) else None
+        app = getattr(app, "app", None)
+        if app is None:
+            return None
+    return None
+
+
+class ResearchServer(uvicorn.Server):
+    """uvicorn's server that, as soon as it starts to shut down, tells the app to end its open streams (an
+    SSE or LangGraph stream follows a session for as long as it runs, up to RESEARCH_CLARIFY_TIMEOUT_S of
+    waiting for answers): each ends with a closing part, and uvicorn then waits for no one. What is still
+    open after GRACEFUL_SHUTDOWN_S is cancelled (`timeout_graceful_shutdown`)."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        draining = app_draining(self.config.loaded_app)
+        if draining is not None:
+            draining.set()
+        await super().shutdown(sockets)
+
+
 def run_server(settings: Settings, host: str, port: int) -> None:
     """Blocking: serve the API until interrupted (`research-tool serve`)."""
-    uvicorn.Server(server_config(settings, host, port)).run()
+    ResearchServer(server_config(settings, host, port)).run()

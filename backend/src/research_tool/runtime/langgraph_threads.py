@@ -4,7 +4,8 @@ checkpoints) stays the one truth; this only adds the protocol's own records, in 
 Postgres, in a small langgraph.db of the data dir (not shared between the processes of a cluster).
 
 A run's status here is what was last written; while the run is the thread's current one, the API derives
-the live status from the session's (api/langgraph/runs.py) and writes it once it is final.
+the live status from the session's (api/langgraph/service.py) and writes it once it is final. When a later run
+replaces the thread's session, the earlier run's final values are kept in its `output` column.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from typing import Any
 
 import aiosqlite
 
+from research_tool.core.json_shape import json_depth
+from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
 from research_tool.runtime.storage import open_database
+
+log = get_logger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lg_threads (
@@ -40,11 +45,15 @@ CREATE TABLE IF NOT EXISTS lg_runs (
     multitask_strategy TEXT NOT NULL,
     kwargs TEXT NOT NULL DEFAULT '{}',
     start_seq INTEGER NOT NULL DEFAULT 0,
-    cancel_reason TEXT
+    cancel_reason TEXT,
+    output TEXT
 );
 CREATE INDEX IF NOT EXISTS lg_runs_thread ON lg_runs (thread_id, created_at);
 """
 FINAL_RUN_STATUSES = frozenset({"success", "error", "interrupted", "timeout"})
+# A stored JSON column nesting deeper than this (a row written before the API refused such bodies) is read
+# as {}: one bad row must not break every read of the table (issue 32: /threads/search answered 500).
+MAX_STORED_DEPTH = 64
 
 
 @dataclass
@@ -69,10 +78,23 @@ class RunRow:
     kwargs: dict[str, Any]
     start_seq: int  # the session's last event seq when the run started: its events come after it
     cancel_reason: str | None = None
+    # The run's final values, kept when a later run replaced its session (its events and checkpoints are gone).
+    output: dict[str, Any] | None = None
 
     @property
     def final(self) -> bool:
         return self.status in FINAL_RUN_STATUSES
+
+
+def _json_object(text: str, where: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict) or json_depth(value, MAX_STORED_DEPTH) > MAX_STORED_DEPTH:
+        log.warning("langgraph_row_unreadable", where=where)
+        return {}
+    return value
 
 
 def _thread(row: aiosqlite.Row) -> ThreadRow:
@@ -80,7 +102,7 @@ def _thread(row: aiosqlite.Row) -> ThreadRow:
         thread_id=row["thread_id"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        metadata=json.loads(row["metadata"]),
+        metadata=_json_object(row["metadata"], f"thread {row['thread_id']} metadata"),
         started=bool(row["started"]),
     )
 
@@ -93,11 +115,12 @@ def _run(row: aiosqlite.Row) -> RunRow:
         status=row["status"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        metadata=json.loads(row["metadata"]),
+        metadata=_json_object(row["metadata"], f"run {row['run_id']} metadata"),
         multitask_strategy=row["multitask_strategy"],
-        kwargs=json.loads(row["kwargs"]),
+        kwargs=_json_object(row["kwargs"], f"run {row['run_id']} kwargs"),
         start_seq=int(row["start_seq"]),
         cancel_reason=row["cancel_reason"],
+        output=None if row["output"] is None else _json_object(row["output"], f"run {row['run_id']} output"),
     )
 
 
@@ -109,6 +132,10 @@ class ThreadRuns:
 
     async def create_tables(self) -> None:
         await self._conn.executescript(SCHEMA)
+        async with self._conn.execute("PRAGMA table_info(lg_runs)") as cur:
+            columns = {str(r[1]) for r in await cur.fetchall()}
+        if "output" not in columns:  # a data dir from before the column
+            await self._conn.execute("ALTER TABLE lg_runs ADD COLUMN output TEXT")
 
     # --- threads --------------------------------------------------------------------------------
 
@@ -182,6 +209,8 @@ class ThreadRuns:
             return [str(r[0]) for r in await cur.fetchall()]
 
     async def update_run(self, run_id: str, **fields: Any) -> None:
+        if "output" in fields:
+            fields["output"] = json.dumps(fields["output"], default=str)
         fields["updated_at"] = utc_now_iso()
         assignments = ", ".join(f"{k} = ?" for k in fields)
         await self._conn.execute(f"UPDATE lg_runs SET {assignments} WHERE run_id = ?", (*fields.values(), run_id))

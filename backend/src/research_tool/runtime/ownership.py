@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -64,12 +65,44 @@ def _key(data_dir: Path) -> Path:
     return data_dir.resolve()
 
 
-def owner_pid(data_dir: Path) -> int | None:
-    """The PID the owner wrote into the lock file (None: not written, or not a number)."""
+def not_a_lock_file(data_dir: Path, what: str) -> DataDirInUseError:
+    return DataDirInUseError(
+        f"{lock_path(data_dir)} is {what}, not the data dir's lock file: remove it (the server writes its own)",
+        owner_pid=None,
+    )
+
+
+def _open_lock(data_dir: Path, flags: int) -> int:
+    """The lock file's descriptor, only if it is a regular file: a symlink is never followed (its target would
+    be truncated and overwritten with our PID), a FIFO never blocks the open (O_NONBLOCK), and a directory,
+    FIFO or device is refused with one line (DataDirInUseError, CLI exit 2) instead of a traceback or a hang."""
+    path = lock_path(data_dir)
     try:
-        text = lock_path(data_dir).read_text(encoding="ascii", errors="replace").strip()
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise not_a_lock_file(data_dir, "a symbolic link") from None
+        if os.path.isdir(path):
+            raise not_a_lock_file(data_dir, "a directory") from None
+        raise DataDirInUseError(f"cannot open {path}: {exc.strerror or exc}", owner_pid=None) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise not_a_lock_file(data_dir, "a FIFO, socket or device")
+    return fd
+
+
+def owner_pid(data_dir: Path) -> int | None:
+    """The PID the owner wrote into the lock file (None: not written, or not a number, or not a regular file)."""
+    try:
+        fd = _open_lock(data_dir, os.O_RDONLY)
+    except DataDirInUseError:
+        return None
+    try:
+        text = os.read(fd, 32).decode("ascii", errors="replace").strip()
     except OSError:
         return None
+    finally:
+        os.close(fd)
     return int(text) if text.isdecimal() else None
 
 
@@ -122,7 +155,7 @@ def _try_claim(data_dir: Path) -> bool:
             claim.holders += 1
             return True
         data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path(data_dir), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock(data_dir, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -203,9 +236,12 @@ def owner_alive(data_dir: Path) -> bool | None:
     shared lock taken and dropped at once, so it never makes an owner starting meanwhile fail."""
     if not HAVE_FLOCK:  # pragma: no cover - Windows
         return None
-    if not lock_path(data_dir).exists():
+    if not os.path.lexists(lock_path(data_dir)):
         return False
-    fd = os.open(lock_path(data_dir), os.O_RDONLY)
+    try:
+        fd = _open_lock(data_dir, os.O_RDONLY)
+    except DataDirInUseError:  # not a lock file (a FIFO, a symlink...): nobody can tell
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

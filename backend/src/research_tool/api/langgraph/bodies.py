@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from research_tool.api.errors import ApiError
+from research_tool.core.json_shape import json_depth
+from research_tool.core.untrusted_text import refuse_unsafe
 from research_tool.models.request import ResearchRequest
 
 GRAPH_ID = "research"
@@ -23,10 +25,20 @@ OUTPUT_KEYS = frozenset(
 REQUEST_FIELDS = frozenset(ResearchRequest.model_fields)
 StreamModeName = Literal["values", "updates", "custom", "messages-tuple", "debug"]
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+# How deeply a body's free-form JSON (metadata, input, config...) may nest. pydantic-core refuses to
+# serialize past 255 levels: metadata 255 deep was stored, then broke every /threads/search (issue 32).
+MAX_JSON_DEPTH = 32
 
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        if json_depth(data, MAX_JSON_DEPTH + 1) > MAX_JSON_DEPTH + 1:  # + 1: the body's own object
+            raise ValueError(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
+        return data
 
 
 class ThreadCreate(Body):
@@ -240,9 +252,13 @@ def resume_answers(resume: Any) -> list[str]:
     chat UI form's {"decisions": [...]}, or a map from interrupt id to any of those (what
     Command(resume={id: value}) sends)."""
     if isinstance(resume, str):
+        try:
+            refuse_unsafe(resume)  # Postgres refuses NUL: the same 422 on every backend
+        except ValueError as exc:
+            raise unprocessable(f"invalid command.resume: {exc}") from None
         return [resume] if resume.strip() else []
     if isinstance(resume, list):
-        return [str(a) for a in resume if str(a).strip()]
+        return [a for value in resume for a in resume_answers(value if isinstance(value, str) else str(value))]
     if isinstance(resume, dict):
         if "answers" in resume:
             return resume_answers(resume["answers"])

@@ -208,10 +208,20 @@ def stream_response(
 
 
 async def stateless_cleanup(protocol: LangGraphProtocol, body: RunCreate, thread_id: str, run_id: str) -> None:
+    """A stateless run's thread goes once the run is final (now, or as soon as it is)."""
     if body.on_completion != "keep":
         run, _ = await protocol.get_run(thread_id, run_id)
         if run.final:
             await protocol.delete_thread(thread_id)
+        else:
+            protocol.forget_when_final(thread_id, run_id, cancel=False)
+
+
+def stateless_left(protocol: LangGraphProtocol, body: RunCreate, thread_id: str, run_id: str) -> None:
+    """The client of a stateless run left early (or the request failed): its thread still goes, at once with
+    on_disconnect=cancel, else when the run is final. Synchronous: it runs even inside a cancelled task."""
+    if body.on_completion != "keep":
+        protocol.forget_when_final(thread_id, run_id, cancel=body.on_disconnect == "cancel")
 
 
 @langgraph.post("/threads/{thread_id}/runs")
@@ -240,9 +250,15 @@ async def stream_stateless_run(body: RunCreate, protocol: Protocol, traceparent:
     frames = response.body_iterator
 
     async def then_clean_up() -> AsyncIterator[Any]:
-        async for chunk in frames:
-            yield chunk
-        await stateless_cleanup(protocol, body, run.thread_id, run.run_id)
+        cleaned = False
+        try:
+            async for chunk in frames:
+                yield chunk
+            await stateless_cleanup(protocol, body, run.thread_id, run.run_id)
+            cleaned = True
+        finally:
+            if not cleaned:  # the client disconnected (this task is cancelled), or the stream failed
+                stateless_left(protocol, body, run.thread_id, run.run_id)
 
     response.body_iterator = then_clean_up()
     del response.headers["location"]
@@ -264,7 +280,11 @@ async def wait_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol, tra
 @langgraph.post("/runs/wait")
 async def wait_stateless_run(body: RunCreate, protocol: Protocol, traceparent: CallerTrace) -> JSONResponse:
     run = await protocol.create_run(None, body, traceparent)
-    response = await wait_response(protocol, run.thread_id, run.run_id)
+    try:
+        response = await wait_response(protocol, run.thread_id, run.run_id)
+    except BaseException:
+        stateless_left(protocol, body, run.thread_id, run.run_id)
+        raise
     await stateless_cleanup(protocol, body, run.thread_id, run.run_id)
     return response
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -39,6 +38,7 @@ from research_tool.api.langgraph.shapes import (
 )
 from research_tool.api.routes.research import check_corpus_dirs
 from research_tool.core.errors import SessionNotFoundError, SessionStateError
+from research_tool.core.keyed_locks import KeyedLocks
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.events import Event
@@ -83,12 +83,25 @@ def record_at(record: SessionRecord, values: dict[str, Any]) -> SessionRecord:
     )
 
 
+def check_request(request: Any, services: Any) -> Any:
+    """The run's research request, refused (4xx) before anything is written when it names a folder the server
+    does not allow or breaks a rule of the request."""
+    check_corpus_dirs(request, services.settings)
+    services.validate(request)
+    return request
+
+
 class LangGraphProtocol:
     def __init__(self, services: ResearchServices, runs: ThreadRuns) -> None:
         self.services = services
         self.runs = runs
-        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._locks = KeyedLocks()  # per thread; a method called with the lock held never takes it again
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def locks_held(self) -> int:
+        """Thread locks in memory: only those some request holds or waits for."""
+        return len(self._locks)
 
     # --- threads --------------------------------------------------------------------------------
 
@@ -103,7 +116,7 @@ class LangGraphProtocol:
         row = await self.runs.get_thread(thread_id)
         record = await self.record(thread_id)
         if record is None and row is not None and row.started:
-            async with self._locks[thread_id]:  # a new round may be replacing the session: wait for it
+            async with self._locks.hold(thread_id):  # a new round may be replacing the session: wait for it
                 return await self.thread_locked(thread_id)
         if record is None and row is None:
             raise not_found(f"unknown thread id: {thread_id}")
@@ -121,29 +134,32 @@ class LangGraphProtocol:
 
     async def create_thread(self, thread_id: str | None, metadata: dict[str, Any], if_exists: str) -> dict[str, Any]:
         tid = check_session_id(thread_id) if thread_id else str(uuid.uuid4())
-        async with self._locks[tid]:
-            existing = await self.runs.get_thread(tid)
-            if existing is not None or await self.record(tid) is not None:
-                if if_exists == "do_nothing":
-                    return await self.thread_json(tid)
-                raise ApiError(409, f"thread {tid} already exists")
-            await self.runs.put_thread(tid, metadata)
-        return await self.thread_json(tid)
+        async with self._locks.hold(tid):
+            try:
+                row, record = await self.thread_locked(tid)
+            except ApiError as exc:  # none yet, or its session was deleted (the stale row went with it)
+                if exc.status_code != 404:
+                    raise
+                row, record = await self.runs.put_thread(tid, metadata), None
+            else:
+                if if_exists != "do_nothing":
+                    raise ApiError(409, f"thread {tid} already exists")
+            return await self.thread_json(tid, row, record, read=False)
 
     async def patch_thread(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any]:
-        row, record = await self.thread(thread_id)
-        merged = {**(row.metadata if row else {}), **metadata}
-        await self.runs.put_thread(thread_id, merged, started=record is not None)
-        return await self.thread_json(thread_id)
+        async with self._locks.hold(thread_id):  # not between a DELETE's read and its delete
+            row, record = await self.thread_locked(thread_id)
+            merged = {**(row.metadata if row else {}), **metadata}
+            row = await self.runs.put_thread(thread_id, merged, started=record is not None)
+            return await self.thread_json(thread_id, row, record, read=False)
 
     async def delete_thread(self, thread_id: str) -> None:
-        async with self._locks[thread_id]:
+        async with self._locks.hold(thread_id):
             _, record = await self.thread_locked(thread_id)
             if record is not None:
                 with contextlib.suppress(SessionNotFoundError):
                     await self.services.runner.delete(thread_id)
             await self.runs.delete_thread(thread_id)
-        self._locks.pop(thread_id, None)
 
     async def state_values(
         self, thread_id: str, record: SessionRecord | None
@@ -317,62 +333,76 @@ class LangGraphProtocol:
         raise not_found(f"unknown run id {run_id} on thread {thread_id}")
 
     async def create_run(self, thread_id: str | None, body: RunCreate, traceparent: str | None = None) -> RunRow:
-        """`traceparent`: the caller's trace context; the run's session is a child of it (an enqueued run that
-        starts later, after the thread's current one, is not)."""
+        """Validate everything, then write: a refused run leaves no thread and no run behind (a thread this
+        request made is deleted again). `traceparent`: the caller's trace context; the run's session is a child
+        of it (an enqueued run that starts later, after the thread's current one, is not)."""
         if not is_assistant(body.assistant_id):
             raise not_found(f"unknown assistant: {body.assistant_id}; this server serves the graph '{GRAPH_ID}'")
         if body.multitask_strategy not in ("reject", "enqueue"):
             raise ApiError(422, f"multitask_strategy {body.multitask_strategy!r} is not served: use reject or enqueue")
-        if thread_id is None:
-            thread_id = str(uuid.uuid4())
-            await self.runs.put_thread(thread_id, {"stateless": True})
-        else:
-            check_session_id(thread_id)
-        async with self._locks[thread_id]:
+        stateless = thread_id is None
+        thread_id = str(uuid.uuid4()) if thread_id is None else check_session_id(thread_id)
+        resume = body.command.resume if body.command is not None else None
+        answers = resume_answers(resume) if resume is not None else None
+        if answers is None and not is_regenerate(body) and chat_reply(body) is None:
+            check_request(research_request(body, None, assistant_options(body.assistant_id)), self.services)
+        async with self._locks.hold(thread_id):
+            create = stateless
+            if not stateless:
+                try:
+                    await self.thread_locked(thread_id)
+                except ApiError:
+                    if body.if_not_exists != "create":
+                        raise
+                    create = True
+            if create:
+                await self.runs.put_thread(thread_id, {"stateless": True} if stateless else {})
             try:
-                await self.thread_locked(thread_id)
-            except ApiError:
-                if body.if_not_exists != "create":
-                    raise
-                await self.runs.put_thread(thread_id, {})
-            runs, record = await self.settled_runs(thread_id)
-            resume = body.command.resume if body.command is not None else None
-            if resume is None and record is not None and record.status == "awaiting_clarification":
-                resume = chat_reply(body)  # a chat message on a thread awaiting answers is the answer
-            run = RunRow(
-                run_id=str(uuid.uuid4()),
-                thread_id=thread_id,
-                assistant_id=body.assistant_id,
-                status="running",
-                created_at=utc_now_iso(),
-                updated_at=utc_now_iso(),
-                metadata=body.metadata or {},
-                multitask_strategy=body.multitask_strategy,
-                kwargs=body.model_dump(mode="json", exclude_none=True),
-                start_seq=0,
-            )
-            if resume is not None:
-                if record is None or record.status != "awaiting_clarification":
-                    raise ApiError(409, f"thread {thread_id} has no interrupt to resume")
-                run.start_seq = await self.last_seq(thread_id)
-                await self.services.runner.provide_answers(thread_id, resume_answers(resume))
-                await self.runs.add_run(run)
-                return run
-            earlier = await self.earlier_request(thread_id, record) if is_regenerate(body) else None
-            request = research_request(body, earlier, assistant_options(body.assistant_id))
-            check_corpus_dirs(request, self.services.settings)
-            self.services.validate(request)
-            busy = any(r.status in ("pending", "running") for r in runs) or (record is not None and not record.finished)
-            if busy:
-                if body.multitask_strategy == "reject":
-                    raise ApiError(409, f"thread {thread_id} is busy with a run; enqueue it or wait")
-                run.status = "pending"
-                await self.runs.add_run(run)
-                return run
-            await self.start_session(thread_id, request, record is not None, traceparent)
+                return await self.add_run_locked(thread_id, body, answers, traceparent)
+            except BaseException:
+                if create:  # the thread this request made goes with its refused run
+                    await asyncio.shield(self.runs.delete_thread(thread_id))
+                raise
+
+    async def add_run_locked(
+        self, thread_id: str, body: RunCreate, answers: list[str] | None, traceparent: str | None
+    ) -> RunRow:
+        runs, record = await self.settled_runs(thread_id)
+        if answers is None and record is not None and record.status == "awaiting_clarification":
+            reply = chat_reply(body)  # a chat message on a thread awaiting answers is the answer
+            answers = resume_answers(reply) if reply is not None else None
+        run = RunRow(
+            run_id=str(uuid.uuid4()),
+            thread_id=thread_id,
+            assistant_id=body.assistant_id,
+            status="running",
+            created_at=utc_now_iso(),
+            updated_at=utc_now_iso(),
+            metadata=body.metadata or {},
+            multitask_strategy=body.multitask_strategy,
+            kwargs=body.model_dump(mode="json", exclude_none=True),
+            start_seq=0,
+        )
+        if answers is not None:
+            if record is None or record.status != "awaiting_clarification":
+                raise ApiError(409, f"thread {thread_id} has no interrupt to resume")
+            run.start_seq = await self.last_seq(thread_id)
+            await self.services.runner.provide_answers(thread_id, answers)
             await self.runs.add_run(run)
-            await self.note_assistant(thread_id, body.assistant_id)
             return run
+        earlier = await self.earlier_request(thread_id, record) if is_regenerate(body) else None
+        request = check_request(research_request(body, earlier, assistant_options(body.assistant_id)), self.services)
+        busy = any(r.status in ("pending", "running") for r in runs) or (record is not None and not record.finished)
+        if busy:
+            if body.multitask_strategy == "reject":
+                raise ApiError(409, f"thread {thread_id} is busy with a run; enqueue it or wait")
+            run.status = "pending"
+            await self.runs.add_run(run)
+            return run
+        await self.start_session(thread_id, request, record is not None, traceparent)
+        await self.runs.add_run(run)
+        await self.note_assistant(thread_id, body.assistant_id)
+        return run
 
     async def earlier_request(self, thread_id: str, record: SessionRecord | None) -> ResearchRequest | None:
         """What a run with no input (a chat UI's regenerate) asks again: the thread's last question, as its
@@ -398,10 +428,23 @@ class LangGraphProtocol:
     async def start_session(self, thread_id: str, request: Any, replace: bool, traceparent: str | None = None) -> None:
         """A new research round on the thread: a finished session of an earlier run makes way for it."""
         if replace:
-            await self.services.runner.delete(thread_id)
+            runner = self.services.runner
+            if not runner.clustered:  # a full server refuses before the earlier round is deleted, not after
+                runner.admission.check(running=runner.running_count)
+            await self.keep_output(thread_id)
+            await runner.delete(thread_id)
         await self.services.runner.create(request, thread_id, traceparent=traceparent)
         self.services.runner.submit(thread_id)
         await self.runs.mark_started(thread_id)
+
+    async def keep_output(self, thread_id: str) -> None:
+        """Before a new round replaces the session: keep the current run's final values in its row, so that
+        joining it later shows its own round, not the new one."""
+        runs, _ = await self.settled_runs(thread_id)
+        started = [r for r in runs if r.status != "pending"]
+        if started and started[-1].output is None:
+            current = started[-1]
+            await self.runs.update_run(current.run_id, output=await self.final_values(thread_id, current))
 
     async def last_seq(self, thread_id: str) -> int:
         events = await self.services.events.replay(thread_id)
@@ -414,7 +457,7 @@ class LangGraphProtocol:
         task.add_done_callback(self._tasks.discard)
 
     async def dispatch(self, thread_id: str) -> None:
-        async with self._locks[thread_id]:
+        async with self._locks.hold(thread_id):
             runs, record = await self.settled_runs(thread_id)
             if record is not None and not record.finished:
                 return
@@ -453,10 +496,12 @@ class LangGraphProtocol:
             run, _ = await self.get_run(thread_id, run_id)
             if run.status != "pending":
                 break
+            if self.services.draining.is_set():
+                return  # an enqueued run's follower: the server is stopping (the caller says so)
             yield None
             await asyncio.sleep(PENDING_POLL_S)
-        if run.final and run.status == "error" and await self.record(thread_id) is None:
-            return
+        if run.output is not None or (run.final and run.status == "error" and await self.record(thread_id) is None):
+            return  # a later round replaced its session (its values are kept in the row), or nothing is left
         async for event in session_events(self.services, thread_id, max(after, run.start_seq)):
             yield event
             if event is not None and event.type in END_OF_RUN_TYPES:
@@ -469,10 +514,14 @@ class LangGraphProtocol:
             run, _record = await self.get_run(thread_id, run_id)
             if run.final:
                 return run
+            if self.services.draining.is_set():
+                raise ApiError(503, "the server is stopping; join the run again once it is back", retryable=True)
             await asyncio.sleep(0.02)
         return run
 
     async def final_values(self, thread_id: str, run: RunRow) -> dict[str, Any]:
+        if run.output is not None:
+            return dict(run.output)
         record = await self.record(thread_id)
         values, interrupts, _ = await self.state_values(thread_id, record)
         if interrupts and run.status == "interrupted" and not run.cancel_reason:
@@ -480,6 +529,34 @@ class LangGraphProtocol:
         if run.status == "error":
             values["__error__"] = {"error": "ResearchFailed", "message": (record.error if record else None) or ""}
         return values
+
+    def forget_when_final(self, thread_id: str, run_id: str, *, cancel: bool) -> None:
+        """Delete a stateless run's thread in the background: at once (`cancel`: its session is stopped with
+        it) or once the run is final. Stopped by shutdown, it is picked up again at the next start."""
+        task = asyncio.create_task(self._forget(thread_id, run_id, cancel), name=f"langgraph-forget-{thread_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _forget(self, thread_id: str, run_id: str, cancel: bool) -> None:
+        try:
+            if not cancel:
+                await self.until_final(thread_id, run_id)
+            await self.delete_thread(thread_id)
+        except ApiError:  # gone already, or the server is stopping
+            return
+
+    async def forget_stateless_leftovers(self) -> None:
+        """At start: the threads of stateless runs whose clients left before a restart go too."""
+        for row in await self.runs.all_threads():
+            if row.metadata != {"stateless": True}:
+                continue
+            runs = await self.runs.runs_of(row.thread_id)
+            if any(r.kwargs.get("on_completion") == "keep" for r in runs):
+                continue
+            if runs:
+                self.forget_when_final(row.thread_id, runs[-1].run_id, cancel=False)
+            else:  # written, never run
+                await self.runs.delete_thread(row.thread_id)
 
     async def resume_pending(self) -> None:
         for thread_id in await self.runs.threads_with_pending_runs():
@@ -497,6 +574,7 @@ async def open_langgraph_protocol(services: ResearchServices) -> AsyncIterator[L
         protocol = LangGraphProtocol(services, runs)
         services.runner.on_finished(protocol.session_finished)
         await protocol.resume_pending()
+        await protocol.forget_stateless_leftovers()
         try:
             yield protocol
         finally:

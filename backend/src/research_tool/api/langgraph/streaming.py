@@ -14,8 +14,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from research_tool.api.langgraph.service import LangGraphProtocol
+from research_tool.api.errors import ApiError
+from research_tool.api.langgraph.service import END_OF_RUN_TYPES, LangGraphProtocol
 from research_tool.api.langgraph.shapes import interrupt_json, output_values
+from research_tool.core.errors import SessionNotFoundError
 from research_tool.models.events import Event
 
 HEARTBEAT = b": heartbeat\n\n"
@@ -117,23 +119,55 @@ class RunStream:
         return parts
 
     async def frames(self, last_event_id: str | None) -> AsyncIterator[bytes]:
-        resume_from = parse_last_event_id(last_event_id)
+        """The run's parts; a stream that cannot go on (its thread deleted, the server stopping) ends with an
+        `error` part saying why, never in the middle of a chunk nor as if the run had ended."""
         yield frame("metadata", {"run_id": self.run_id, "thread_id": self.thread_id, "attempt": 1})
+        try:
+            async for chunk in self.parts(last_event_id):
+                yield chunk
+        except (ApiError, SessionNotFoundError):
+            yield self.closing_part(deleted=True)
+
+    async def parts(self, last_event_id: str | None) -> AsyncIterator[bytes]:
+        resume_from = parse_last_event_id(last_event_id)
         run, _ = await self.protocol.get_run(self.thread_id, self.run_id)
+        if run.output is not None:  # a later round replaced its session: its kept values, once
+            if "values" in self.modes and resume_from is None:
+                yield frame("values", run.output, f"{run.start_seq}-0")
+            return
         after = run.start_seq
         if resume_from is None:
             for index, (mode, data) in enumerate(await self.opening_parts()):
                 yield frame(mode, data, f"{run.start_seq}-{index}")
         else:
             after = max(after, resume_from[0] - 1)
+        ended = False
         async for event in self.protocol.run_events(self.thread_id, self.run_id, after):
             if event is None:
                 yield HEARTBEAT
                 continue
+            ended = ended or event.type in END_OF_RUN_TYPES
             for index, (mode, data) in enumerate(await self.parts_of(event)):
                 if resume_from is not None and (event.seq, index) <= resume_from:
                     continue
                 yield frame(mode, data, f"{event.seq}-{index}")
+        if ended:
+            return
+        if self.protocol.services.draining.is_set():
+            yield self.closing_part(deleted=False)
+        elif await self.protocol.record(self.thread_id) is None:
+            yield self.closing_part(deleted=True)
+
+    def closing_part(self, *, deleted: bool) -> bytes:
+        if deleted:
+            return frame("error", {"error": "ThreadDeleted", "message": f"thread {self.thread_id} was deleted"})
+        return frame(
+            "error",
+            {
+                "error": "ServerShuttingDown",
+                "message": "the server is stopping; rejoin the run with Last-Event-ID once it is back",
+            },
+        )
 
 
 __all__ = ["RunStream", "frame", "parse_last_event_id"]

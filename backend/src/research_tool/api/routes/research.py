@@ -18,7 +18,7 @@ from starlette.requests import HTTPConnection
 
 from research_tool.api.auth import require_token
 from research_tool.api.errors import ApiError
-from research_tool.api.event_stream import session_events
+from research_tool.api.event_stream import session_events, stream_cut_short
 from research_tool.api.metrics import METRICS_CONTENT_TYPE, ApiMetrics
 from research_tool.api.trace_context import CallerTrace
 from research_tool.core.errors import BadInputError, SessionStateError
@@ -199,8 +199,14 @@ async def session_event_stream(
     final event. Each event's `id` is its seq, its `event` its type, its `data` the Event JSON."""
     start = after if after is not None else _last_event_id(last_event_id)
     yield ServerSentEvent(comment="connected")
-    async for event in session_events(services_of(request), session_id, start):
+    services = services_of(request)
+    async for event in session_events(services, session_id, start):
         yield ServerSentEvent(comment="keepalive") if event is None else sse_event(event)
+    if stream_cut_short(services):  # the server is shutting down: say so, rather than end as if finished
+        yield ServerSentEvent(
+            event="server_stopping",
+            data={"message": "the server is stopping; reconnect with Last-Event-ID once it is back", "retryable": True},
+        )
 
 
 def _last_event_id(value: str | None) -> int:
@@ -234,10 +240,10 @@ async def run_research(body: ResearchRequest, request: Request, traceparent: Cal
     body = body.model_copy(update={"clarify": False, "max_execution_time_s": body.max_execution_time_s or timeout})
     session_id = (await create_session(services, body, traceparent)).id
     task = services.runner.until_finished(session_id)
-    if not await _finished_within(task, timeout):
+    if not await _finished_within(services, session_id, task, timeout):
         with contextlib.suppress(SessionStateError):  # finished in the meantime
             await services.runner.request_stop(session_id)
-        if not await _finished_within(task, RUN_STOP_GRACE_S):
+        if not await _finished_within(services, session_id, task, RUN_STOP_GRACE_S):
             raise ApiError(
                 504,
                 f"session {session_id} did not finish in {timeout:g} s; it goes on: "
@@ -253,10 +259,26 @@ async def run_research(body: ResearchRequest, request: Request, traceparent: Cal
     return JSONResponse(report, headers={"X-Session-Id": session_id})
 
 
-async def _finished_within(task: asyncio.Task[None], seconds: float) -> bool:
-    """Wait for the session task without cancelling it (a client that leaves does not stop the session)."""
-    done, _ = await asyncio.wait({task}, timeout=seconds)
-    return bool(done)
+async def _finished_within(
+    services: ResearchServices, session_id: str, task: asyncio.Task[None], seconds: float
+) -> bool:
+    """Wait for the session task without cancelling it (a client that leaves does not stop the session);
+    503 as soon as the server starts to shut down (the session resumes after the restart)."""
+    draining = asyncio.create_task(services.draining.wait())
+    try:
+        done, _ = await asyncio.wait({task, draining}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        draining.cancel()
+    if task in done:
+        return True
+    if services.draining.is_set():
+        raise ApiError(
+            503,
+            f"the server is stopping; session {session_id} resumes once it is back: "
+            f"GET /api/research/{session_id}/status",
+            retryable=True,
+        )
+    return False
 
 
 @public.get("/healthz", response_model=HealthResponse, tags=["ops"])

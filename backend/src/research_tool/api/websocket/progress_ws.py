@@ -17,7 +17,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from research_tool.api.auth import WS_SUBPROTOCOL, is_authorized
 from research_tool.api.errors import error_body
-from research_tool.api.event_stream import session_events
+from research_tool.api.event_stream import session_events, stream_cut_short
 from research_tool.api.routes.research import services_of
 from research_tool.core.logging import get_logger
 from research_tool.models.sessions import is_valid_session_id
@@ -29,6 +29,7 @@ CLOSE_NORMAL = 1000
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_SERVICE_RESTART = 1012  # the server is restarting: reconnect later
 MAX_REASON_BYTES = 123  # the WebSocket protocol's limit for a close reason
 
 progress = APIRouter()
@@ -99,6 +100,8 @@ async def _send_events(
         await websocket.send_text(event.model_dump_json())
         if event.is_final:
             return CLOSE_NORMAL, "session finished"
+    if stream_cut_short(services):
+        return CLOSE_SERVICE_RESTART, "server stopping; reconnect with ?after= once it is back"
     if not await services.store.exists(session_id):
         return CLOSE_NOT_FOUND, "session was deleted"
     return CLOSE_NORMAL, "session finished"

@@ -32,7 +32,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -123,6 +123,9 @@ class IndexStats:
     docs_total: int = 0  # documents under the folder after indexing
     duration_s: float = 0.0
 
+    def add_skipped(self) -> None:
+        self.files_skipped += 1
+
     def __add__(self, other: IndexStats) -> IndexStats:
         return IndexStats(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
@@ -196,22 +199,83 @@ def _folder_key(folders: Sequence[Path | str] | None) -> str:
     return "\n".join(sorted(os.path.abspath(os.path.expanduser(str(f))) for f in folders))
 
 
-def _walk_supported(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
+def shown_path(path: Path | str) -> str:
+    """A path as text any log line or database takes: bytes that are not UTF-8 shown as \\x escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _utf8_name(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # a name that is not UTF-8 (os.fsdecode keeps its bytes as lone surrogates)
+        return False
+    return True
+
+
+def _walk_dirs(root: Path, skip: Callable[[str, str], None]) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """Every folder under `root` (hidden ones and symlinked ones left out) with its sorted entries, top down,
+    without recursion: a folder 1,000 levels deep made `os.walk` raise RecursionError (issue 32). A folder
+    that cannot be listed or whose name is not UTF-8 is skipped (`skip(path, reason)`), not the whole walk."""
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            skip(folder, f"unreadable folder: {exc.strerror or exc}")
+            continue
+        yield folder, entries
+        subfolders = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if not is_dir:
+                continue
+            if not _utf8_name(entry.path):
+                skip(entry.path, "folder name is not UTF-8")
+                continue
+            subfolders.append(entry.path)
+        stack.extend(reversed(subfolders))
+
+
+def _walk_supported(
+    root: Path, skip: Callable[[str, str], None] | None = None
+) -> Iterator[tuple[Path, os.stat_result]]:
     """Supported files under `root` (a folder or one file), skipping hidden files and folders.
 
-    `os.walk(followlinks=False)` does not descend into symlinked folders, but it does list symlinked
-    files: one whose real path leaves `root` (`ln -s /etc/passwd notes.txt`) is skipped and logged.
+    Symlinked folders are not descended into, but symlinked files are listed: one whose real path leaves
+    `root` (`ln -s /etc/passwd notes.txt`) is skipped and logged. A file or folder that cannot be indexed
+    (a name that is not UTF-8, a folder that cannot be listed) is named once by `skip` and the walk goes on.
     """
     if root.is_file():
         yield root, root.stat()
         return
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
+
+    def skipped(path: str, reason: str) -> None:
+        log.warning("local_file_skipped", file=shown_path(path), reason=reason)
+        if skip is not None:
+            skip(path, reason)
+
+    for dirpath, entries in _walk_dirs(root, skipped):
+        for entry in entries:
+            name = entry.name
             if name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
                 continue
             path = Path(dirpath) / name
             if not is_supported(path):
+                continue
+            if not _utf8_name(entry.path):
+                skipped(entry.path, "file name is not UTF-8")
                 continue
             if path.is_symlink() and not resolves_inside(path, root):
                 log.warning("local_file_outside_root", file=str(path), root=str(root))
@@ -326,7 +390,7 @@ class CorpusIndex:
             try:
                 collection = self._collection_for(conn, str(root))
                 seen: set[str] = set()
-                for file_path, stat in _walk_supported(root):
+                for file_path, stat in _walk_supported(root, lambda _path, _reason: stats.add_skipped()):
                     if cancel is not None:
                         cancel.check()  # the caller went away: stop before the next file (committed work stays)
                     key = str(file_path)

@@ -16,6 +16,7 @@ from typing import Any
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
+from research_tool.core.untrusted_text import clean_text, clean_value
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.events import FINAL_EVENT_TYPES, Event
 from research_tool.runtime.event_fanout import EventFanout, follow_table
@@ -62,6 +63,9 @@ class PostgresEventLog:
     ) -> Event:
         ts = utc_now_iso()
         # JSON-safe as SQLite stores it (default=str), so a replay returns what a live follower got.
+        # Postgres refuses NUL in text and JSONB: a message may quote what a source or an exception said.
+        message = clean_text(message)
+        data = clean_value(data) if data else data
         payload = json.loads(json.dumps(data or {}, default=str))
         params = {"sid": session_id, "ts": ts, "type": type, "phase": phase, "message": message}
         async with self._pool.connection() as conn:

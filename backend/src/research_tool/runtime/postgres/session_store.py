@@ -16,6 +16,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from research_tool.core.errors import SessionNotFoundError
+from research_tool.core.untrusted_text import clean_value
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, check_session_id
@@ -63,6 +64,7 @@ def session_record(row: DictRow) -> SessionRecord:
 def _encoded(name: str, value: Any) -> Any:
     if name not in UPDATABLE:
         raise ValueError(f"not a session column that can be updated: {name}")
+    value = clean_value(value)  # Postgres refuses NUL in text and JSONB: an error message may quote one
     if name in JSON_COLUMNS and value is not None:
         return Jsonb(value)
     if name in BOOL_COLUMNS:
