@@ -45,13 +45,13 @@ BENCHMARKS = (
     "resume",
     "local_index",
     "splitter",
-    "answer_reader",
     "model_hang",
     "storage",
     "offline_run",
     "cluster",
     "langgraph",
     "tracing",
+    "answer_reader",
 )
 
 
