@@ -247,6 +247,7 @@ class LLMEngine(ReasoningEngine):
         self._tokens_used = 0
         self._reserved = 0  # tokens set aside for calls in flight (prompt + bounded answer)
         self._deadline: float | None = None
+        self._deadline_label = "the session's time"
         self._token_ceiling: int | None = None  # `tokens_used` may not pass this
         self._on_fallback: FallbackListener | None = None
 
@@ -287,6 +288,7 @@ class LLMEngine(ReasoningEngine):
 
     def bound_calls(self, limits: CallLimits, on_fallback: FallbackListener | None = None) -> None:
         self._deadline = limits.deadline
+        self._deadline_label = limits.deadline_label
         self._token_ceiling = None if limits.tokens_left is None else self._tokens_used + max(0, limits.tokens_left)
         self._on_fallback = on_fallback
 
@@ -294,7 +296,7 @@ class LLMEngine(ReasoningEngine):
         """Why this call must not be sent (the session's time is up, the server failed too often in a row, the
         token budget left is short), and the tokens to reserve for it when it may."""
         if self._deadline is not None and time.monotonic() >= self._deadline:
-            return _error(REASON_DEADLINE, f"{step}: not sent: the session's time is up", retryable=False), 0
+            return _error(REASON_DEADLINE, f"{step}: not sent: {self._deadline_label} is up", retryable=False), 0
         if self._transport_failures >= self._limits.unavailable_after:
             failed = "timed out" if self._last_failure == REASON_TIMEOUT else "failed"
             message = f"{step}: not sent: the model server {failed} {self._transport_failures} times in a row"
@@ -375,7 +377,7 @@ class LLMEngine(ReasoningEngine):
                 self._transport_failures += 1  # the server is slow; the session's time running out says nothing
                 self._last_failure = REASON_TIMEOUT
             reason = REASON_DEADLINE if by_deadline else REASON_TIMEOUT
-            limit = "the session's time ran out" if by_deadline else f"no whole answer within {timeout:.0f} s"
+            limit = f"{self._deadline_label} ran out" if by_deadline else f"no whole answer within {timeout:.0f} s"
             log.warning("llm_call_cancelled", step=step, model=self.model, attempt=attempt, reason=reason)
             error = _error(reason, f"{step}: the model call was cancelled: {limit}", retryable=not by_deadline)
             return error, self._partial_tokens(messages, received, sent=True)
