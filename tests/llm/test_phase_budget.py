@@ -4,6 +4,7 @@ rather than blaming the providers."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -80,12 +81,12 @@ async def test_a_slow_clarify_is_cut_at_its_share_and_the_search_runs(corpus: Pa
         assert clarify.disconnected.wait(5), "the cut-off clarify call's stream was not closed"
 
     assert result.record.status == "completed", result.record.error
-    assert elapsed < limit_s + 4.0
     assert result.report is not None
     meta = result.report["metadata"]
+    assert meta["budget"]["time_s"]["used"] < limit_s + 4.0, f"the session's steps ran {elapsed:.1f} s in all"
     assert meta["sources_retrieved"] >= 1, "search did not run"
     first = meta["fallbacks"][0]
     assert (first["step"], first["reason"]) == ("clarify", "session_deadline")
     assert "share of the time before the first search (2 s of 6) ran out" in first["message"]
-    assert meta["degraded_reason"].startswith("The model took 2 s of 6 for clarifying and planning")
+    assert re.match(r"The model took \d+ s of 6 for clarifying and planning; ", meta["degraded_reason"])
     assert "searches failed" not in meta["degraded_reason"]
