@@ -71,13 +71,14 @@ class LlamaServer:
     process: subprocess.Popen[bytes]
     port: int
     log_path: Path
+    prompt_tokens_per_s: float = 0.0  # measured at start: how fast this machine evaluates a prompt
 
     @classmethod
     def start(cls, log_path: Path) -> LlamaServer:
         model = model_path()
         assert model is not None
         port = unused_port()
-        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(THREADS)}
+        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(THREADS), "PYTHONUNBUFFERED": "1"}
         command = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(model), "--model_alias", MODEL_ALIAS,
@@ -90,7 +91,25 @@ class LlamaServer:
         log.close()
         server = cls(process=process, port=port, log_path=log_path)
         server._wait_ready()
+        server.prompt_tokens_per_s = server._measure_prompt_speed()
         return server
+
+    def _measure_prompt_speed(self) -> float:
+        """Prompt tokens evaluated per second (a 1,000-token prompt, one answer token)."""
+        prompt = " ".join(f"Line {i}: subprocess.run(args, timeout=5) captures output." for i in range(80))
+        body = {"model": MODEL_ALIAS, "messages": [{"role": "user", "content": prompt}], "max_tokens": 1}
+        with httpx.Client(trust_env=False, timeout=600.0) as client:
+            started = time.monotonic()
+            response = client.post(f"{self.base_url}/chat/completions", json=body)
+            seconds = time.monotonic() - started
+        response.raise_for_status()
+        return float(response.json()["usage"]["prompt_tokens"]) / max(seconds, 1e-3)
+
+    def prompt_seconds(self, body: dict[str, Any]) -> float:
+        """How long this server may take to evaluate the prompt of a chat request: generously, 3 characters a
+        token (code and markup tokenize densely) and half as slow again as measured (the machine is shared)."""
+        chars = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
+        return 1.5 * chars / 3 / max(self.prompt_tokens_per_s, 1.0)
 
     @property
     def base_url(self) -> str:

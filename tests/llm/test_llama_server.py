@@ -3,7 +3,12 @@ SmolLM2-135M-Instruct, on 127.0.0.1 behind a recording proxy (`llama_server.py`)
 saying why, where `.ci/run` could not build or install the server or the model.
 
 A 135M model exercises the plumbing, not the answers: these tests check what the engine asks and how the session
-ends, never what the model says."""
+ends, never what the model says.
+
+llama-cpp-python checks for a closed connection between answer tokens: a generation stops within a token of the
+cancel, but a prompt whose evaluation has begun is evaluated to its end. So "no orphaned generation" is checked
+as: idle within 5 s of a cancel during generation, and within 5 s plus one prompt's evaluation time (measured on
+this machine when the server starts) of a cancel that may have come during a prompt."""
 
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ pytestmark = [
 
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
 ORPHAN_LIMIT_S = 5.0  # a generation may outlive the call that asked for it by at most this
+MIN_PROMPT_SPEED = 100.0  # prompt tokens/s below which the machine is too busy to time a cancel (idle: ~500)
 
 
 @pytest.fixture(scope="module")
@@ -90,25 +96,29 @@ async def test_a_session_searches_ends_within_its_limit_and_says_what_the_model_
     started = time.monotonic()
     result = await run_session(settings, request)  # type: ignore[arg-type]
     elapsed = time.monotonic() - started
-    idle_after = llama.idle_within(ORPHAN_LIMIT_S)
+    chats = proxy.chat_requests()
+    allowance = ORPHAN_LIMIT_S + max((llama.prompt_seconds(body) for body in chats), default=0.0)
+    idle_after = llama.idle_within(allowance)
 
     assert result.record.status == "completed", result.record.error
-    assert elapsed < limit_s + 5.0, f"the session took {elapsed:.1f} s against a {limit_s:.0f} s limit"
-    assert idle_after is not None, "the server was still generating 5 s after the session ended"
     report = result.report
     assert report is not None
     meta = report["metadata"]
+    assert meta["budget"]["time_s"]["used"] < limit_s + 5.0, f"the session's steps took {elapsed:.1f} s in all"
+    assert elapsed < limit_s + 15.0, f"the session took {elapsed:.1f} s against a {limit_s:.0f} s limit"
+    assert idle_after is not None, f"the server was still working {allowance:.0f} s after the session ended"
     assert meta["provider_calls"] >= 1 and meta["sources_retrieved"] >= 1, "the search did not run"
 
     # What the server was asked: the cap in the field it reads, streamed, JSON by its schema.
-    chats = proxy.chat_requests()
     assert chats, "the model was never called"
     assert all(body["max_tokens"] == MAX_ANSWER_TOKENS and body["stream"] is True for body in chats)
     kinds = [(body.get("response_format") or {}).get("type") for body in chats]
     assert kinds[0] == "json_schema", "the strongest form is tried first"
     assert "json_object" in kinds, "llama-cpp-python refuses json_schema; json_object with the schema follows"
     assert all(k == "json_object" for k in kinds[kinds.index("json_object") :]), "the working form is kept"
-    assert all("schema" in body["response_format"] for body in chats if "response_format" in body)
+    shapes = [body["response_format"] for body in chats]
+    assert all(s["json_schema"]["schema"] for s in shapes if s["type"] == "json_schema")
+    assert all(s["schema"]["properties"] for s in shapes if s["type"] == "json_object")
 
     # The report tells what the model did: every fallback has a reason; no placeholder was kept.
     assert all(f["reason"] in FALLBACK_REASONS for f in meta["fallbacks"])
@@ -124,6 +134,11 @@ async def test_a_session_searches_ends_within_its_limit_and_says_what_the_model_
 async def test_a_call_cut_short_closes_its_stream_and_the_server_stops_generating(
     llama: LlamaServer, proxy: RecordingProxy, tmp_path: Path
 ) -> None:
+    if llama.prompt_tokens_per_s < MIN_PROMPT_SPEED:
+        pytest.skip(
+            f"the machine is too busy to time a cancel: the server evaluates {llama.prompt_tokens_per_s:.0f} prompt "
+            f"tokens/s (under {MIN_PROMPT_SPEED:.0f}), so one extract prompt takes minutes"
+        )
     settings = _settings(proxy, tmp_path, llm_timeout_s=1.5)
     engine = create_engine(settings, privacy_mode="local_only", fallback=RecordingFallback())  # type: ignore[arg-type]
     assert isinstance(engine, LLMEngine)
@@ -138,11 +153,12 @@ async def test_a_call_cut_short_closes_its_stream_and_the_server_stops_generatin
         step = await engine.extract(QUESTION, source, iteration=1)
     finally:
         await engine.aclose()
-    hung_up = time.monotonic()
-    idle_after = llama.idle_within(ORPHAN_LIMIT_S)
+    # The call may be cut during the prompt's evaluation, which then runs to its end: allow for it.
+    allowance = ORPHAN_LIMIT_S + llama.prompt_seconds(proxy.chat_requests()[-1])
+    idle_after = llama.idle_within(allowance)
 
     assert step.errors and step.errors[0].error.type == "model_timeout"
     assert step.tokens > 0, "a call cut short still counts its prompt against the budget"
     assert all(c.client_closed is not None for c in proxy.connections), "the engine left a connection open"
-    assert idle_after is not None, f"the server kept generating more than {ORPHAN_LIMIT_S:.0f} s after the cancel"
-    assert time.monotonic() - hung_up < 2 * ORPHAN_LIMIT_S
+    assert idle_after is not None, f"the server was still working {allowance:.0f} s after the cancel"
+    assert "Disconnected from client" in llama.log(), "the server did not see the cancel"
