@@ -41,7 +41,7 @@ pytestmark = [
 
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
 ORPHAN_LIMIT_S = 5.0  # a generation may outlive the call that asked for it by at most this
-MIN_PROMPT_SPEED = 100.0  # prompt tokens/s below which the machine is too busy to time a cancel (idle: ~500)
+MIN_PROMPT_SPEED = 100.0  # prompt tokens/s below which the machine is too busy to time a cancel
 
 
 @pytest.fixture(scope="module")
