@@ -11,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 COPY pyproject.toml constraints.txt README.md ./
 COPY backend ./backend
-RUN pip install -c constraints.txt '.[llm,postgres,redis]' \
+RUN pip install -c constraints.txt '.[llm,postgres,redis,otel]' \
     && useradd --create-home --uid 1000 research \
     && mkdir -p /data \
     && chown research:research /data

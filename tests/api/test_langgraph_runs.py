@@ -163,3 +163,33 @@ async def test_remote_graph_as_a_node_of_a_parent_graph(api: LiveApi) -> None:
     assert paused.get("__interrupt__") or (await sdk.threads.get(thread["thread_id"]))["status"] == "interrupted"
     resumed = await remote.ainvoke(Command(resume=["the programming language"]), config)
     assert "the programming language" in resumed["refined_query"]
+
+
+async def test_a_chat_asks_for_clarification_reads_it_in_history_and_answers_with_the_form(api: LiveApi) -> None:
+    """What a chat UI does: clarify turned on through config.configurable, the interrupt read from the head of
+    /history, answered with the human-in-the-loop form's `edit` decision; an input-less run on a thread with no
+    session names no question (422)."""
+    sdk = client_of(api)
+    tid = (await sdk.threads.create())["thread_id"]
+    nothing = await api.client.post(f"/threads/{tid}/runs/wait", json={"assistant_id": "research", "input": None})
+    assert nothing.status_code == 422
+    chat = {"messages": [{"type": "human", "content": "Python"}]}
+    options = {k: v for k, v in OK_BODY.items() if k != "query"}
+    values = await sdk.runs.wait(tid, "research", input=chat, config={"configurable": {**options, "clarify": True}})
+    assert isinstance(values, dict)
+    (asked,) = values["__interrupt__"]
+    questions = asked["value"]["questions"]
+    assert questions and values["messages"][-1]["type"] == "ai" and questions[0] in values["messages"][-1]["content"]
+
+    (head, *_) = await sdk.threads.get_history(tid, limit=3)
+    assert head["next"] == ["ask"] and [i["id"] for i in head["interrupts"]] == [asked["id"]]
+    assert [i["id"] for t in head["tasks"] for i in t["interrupts"]] == [asked["id"]]
+    form = head["interrupts"][0]["value"]
+    assert form["review_configs"] == [{"action_name": "clarify", "allowed_decisions": ["edit"]}]
+    args = form["action_requests"][0]["args"]
+    assert list(args) == questions and not any(args.values())
+
+    answer = {"type": "edit", "edited_action": {"name": "clarify", "args": {questions[0]: "the programming language"}}}
+    done = await sdk.runs.wait(tid, "research", command={"resume": {"decisions": [answer]}})
+    assert isinstance(done, dict) and "the programming language" in done["refined_query"]
+    assert "__interrupt__" not in done and "Sources:" in done["messages"][-1]["content"]

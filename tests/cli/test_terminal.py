@@ -155,11 +155,19 @@ def test_report_is_rendered_on_a_terminal_and_plain_in_a_pipe(tmp_path: Path, co
     assert piped.returncode == 0, piped.stderr
     assert "## Answer" in piped.stdout and "[1]" in piped.stdout
 
-    term = Terminal.spawn(args, cli_env(tmp_path / "tty"))
+    term = Terminal.spawn(args, cli_env(tmp_path / "tty"), columns=80)
     assert term.finish() == 0, term.text()[-2000:]
     shown = term.text()
     assert "Answer" in shown and "## Answer" not in shown  # rich renders the heading, no markdown syntax left
-    assert "completed (stop reason:" in shown
+    assert "completed: " in shown
+    # issue 34: the compact view, the answer on one screen; the rest is in the exported file, `show` and --full
+    report = shown[shown.index("Answer") :]
+    assert "bimetallic strip" in report and "Full report (" in report and "run with --full" in report
+    assert "Key findings" not in report and "Saturation" not in report and "Metadata" not in report
+    assert len(report.splitlines()) <= 24, report
+    full = Terminal.spawn([*args, "--full"], cli_env(tmp_path / "full"), columns=80)
+    assert full.finish() == 0, full.text()[-2000:]
+    assert "Key findings" in full.text() and "Metadata" in full.text()
 
 
 @pytest.mark.slow
@@ -221,4 +229,4 @@ def test_clarifying_questions_are_asked_on_the_terminal_and_the_answers_used(tmp
     assert term.finish() == 0, term.text()[-2000:]
     assert answered >= 1
     assert clarification_events(data) == ["clarification_requested", "clarification_received"]
-    assert "completed (stop reason:" in term.text()
+    assert "completed: " in term.text()

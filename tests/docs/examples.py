@@ -7,10 +7,12 @@ A fence's info string says what the test does with the block (GitHub shows only 
   on PATH as after `. .venv/bin/activate`; it must exit 0.
 - `server` as well: run while `research-tool serve` answers, with `localhost:8000` pointed at that server.
 - `expect=TEXT` as well: TEXT must be in what the block prints (the answer the example promises).
+- ```` ```js example ````: an ES module run by Node 20 beside tests/langgraph_js's pinned packages (the JS
+  SDK); skipped, saying why, when node or those packages are absent.
 - ```` ```sh not-run ````: not run here (it is the test suite itself, blocks the terminal, installs, or needs
   Docker, the evaluation data or the benchmark's minutes); said once, on purpose.
 
-Every shell or Python block carries one of the two marks, so a new example cannot go untested by accident.
+Every shell, Python or JavaScript block carries one of the two marks, so a new example cannot go untested by accident.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-MARKED_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "python", "py"})
+MARKED_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "python", "py", "js", "javascript"})
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 
 
@@ -48,6 +50,10 @@ class Example:
     @property
     def is_python(self) -> bool:
         return self.language in ("python", "py")
+
+    @property
+    def is_js(self) -> bool:
+        return self.language in ("js", "javascript")
 
 
 def documentation_files() -> list[Path]:

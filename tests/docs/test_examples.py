@@ -9,6 +9,7 @@ with the project's interpreter. Nothing leaves the machine: the examples name th
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +25,8 @@ from tests.conftest import FOREIGN_ENV
 from tests.docs.examples import MARKED_LANGUAGES, REPO, Example, all_blocks, documentation_files, fenced_blocks
 
 KNOWN_MARKS = frozenset({"example", "not-run", "server"})
+JS_DIR = REPO / "tests" / "langgraph_js"
+JS_SDK = JS_DIR / "node_modules" / "@langchain" / "langgraph-sdk" / "package.json"
 BLOCK_TIMEOUT_S = 180
 SERVER_START_S = 60
 
@@ -124,13 +127,23 @@ def run_example(example: Example, checkout: Path, server_address: str | None) ->
     if server_address is not None:
         code = code.replace("localhost:8000", server_address).replace("127.0.0.1:8000", server_address)
     env = example_env(checkout)
+    cwd = checkout
     if example.is_python:
         command = [str(checkout / ".venv" / "bin" / "python"), "-c", code]
+    elif example.is_js:  # an ES module; its imports resolve from the pinned packages of tests/langgraph_js
+        command, cwd = [node_or_skip(), "--input-type=module", "-e", code], JS_DIR
     else:
         command = ["bash", "-euo", "pipefail", "-c", code]
     return subprocess.run(
-        command, cwd=checkout, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S, check=False
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S, check=False
     )
+
+
+def node_or_skip() -> str:
+    node = shutil.which("node")
+    if node is None or not JS_SDK.exists():
+        pytest.skip(f"the JavaScript examples need node and `npm ci` in {JS_DIR} (.ci/run does both)")
+    return node
 
 
 def files_with_examples() -> list[Path]:
@@ -156,7 +169,7 @@ def run_in_order(examples: list[Example], checkout: Path, address: str | None) -
 @pytest.mark.parametrize("path", files_with_examples(), ids=lambda p: str(p.relative_to(REPO)))
 def test_examples_run_and_answer(path: Path, checkout: Path, request: pytest.FixtureRequest) -> None:
     """The server's examples (their own data dir) run beside the command-line ones, each group in order."""
-    examples = [b for b in fenced_blocks(path) if b.runs]
+    examples = [b for b in fenced_blocks(path) if b.runs and not b.is_js]
     with_server = [b for b in examples if b.needs_server]
     address = request.getfixturevalue("server") if with_server else None
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -164,3 +177,17 @@ def test_examples_run_and_answer(path: Path, checkout: Path, request: pytest.Fix
         served = pool.submit(run_in_order, with_server, checkout, address)
         failures = alone.result() + served.result()
     assert failures == []
+
+
+def files_with_js_examples() -> list[Path]:
+    return [path for path in documentation_files() if any(b.runs and b.is_js for b in fenced_blocks(path))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", files_with_js_examples(), ids=lambda p: str(p.relative_to(REPO)))
+def test_js_examples_run_and_answer(path: Path, checkout: Path, request: pytest.FixtureRequest) -> None:
+    """The JavaScript examples (the JS SDK), against the same server; skipped, saying why, without Node."""
+    node_or_skip()
+    examples = [b for b in fenced_blocks(path) if b.runs and b.is_js]
+    assert all(b.needs_server for b in examples), "a JS example talks to the server: mark it `server`"
+    assert run_in_order(examples, checkout, request.getfixturevalue("server")) == []

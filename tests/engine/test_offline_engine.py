@@ -178,7 +178,7 @@ async def test_synthesize_cites_only_given_numbers_and_survives_the_citation_che
     first = re.split(r"(?<=\])[.!]", draft.answer)[0]
     assert first.endswith("[1]")  # the second hop's page (the actress's own) leads
     assert "Shirley Temple as Corliss Archer" in draft.answer  # with the sentence that links to it
-    assert "_Research stopped early: research reached its time limit" in draft.answer
+    assert "stopped early" not in draft.answer  # the sources answered: stopping at the time limit cost nothing
     assert 1 <= len(draft.findings) <= 4
     by_id = {f.id: f for f in facts}
     assert all(Fact.make_id(f.statement) in by_id for f in draft.findings)

@@ -33,11 +33,18 @@ async def test_a_degraded_report_names_the_failed_providers_once_as_text(
     await page.evaluate(RENDER, {**CRAFTED_REPORT, "metadata": meta})
 
     assert await page.locator("#degraded").count() == 1
-    assert await page.text_content("#degraded") == f"Degraded: {REASON}"
+    # issue 34: other providers answered (the citations are tavily's and brave's): a plain line, no warning
+    assert await page.text_content("#degraded") == f"Searches that failed: {REASON}"
+    assert await page.locator("#degraded.muted").count() == 1
     text = await page.text_content("#report") or ""
     assert text.count("duckduckgo: 10 of 10") == 1 and text.count("host not found (DNS)") == 1
     assert await page.locator("#degraded *").count() == 0  # one text node: the hostile part stays text
     assert await page.evaluate("window.__pwned") is None
+
+    # nothing answered: a warning
+    await page.evaluate(RENDER, {**CRAFTED_REPORT, "citations": [], "metadata": meta})
+    assert await page.text_content("#degraded") == f"Degraded: {REASON}"
+    assert await page.locator("#degraded.degraded").count() == 1
 
     # a report that is not degraded says nothing of it
     await page.evaluate(RENDER, CRAFTED_REPORT)

@@ -121,6 +121,11 @@ async def test_on_a_phone_the_report_renders_its_markdown_and_nothing_overflows(
         for size in (width, 360, 420):
             await page.set_viewport_size({"width": size, "height": 780})
             assert await widest(page) == {"scroll": size, "width": size, "past": []}, f"the session at {size} px"
+            # issue 34: the saturation table fits its card, no column behind a horizontal scroll
+            table = await page.evaluate(
+                "() => { const w = document.querySelector('.table-wrap'); return [w.scrollWidth, w.clientWidth]; }"
+            )
+            assert table[0] <= table[1], f"the saturation table at {size} px: {table}"
         await page.set_viewport_size({"width": width, "height": 780})
         shot = artifacts_dir / f"page-{width}px.png"
         await page.screenshot(path=str(shot), full_page=True)

@@ -191,7 +191,7 @@ async def test_stop_and_clarify_from_the_page(
     await wait_for_report(page)
     status = (await http.get(f"{server.base_url}/api/research/{session_id}/status")).json()
     assert status["status"] == "completed" and status["stop_reason"] == "user_requested"
-    assert "Stopped: user requested" in (await page.text_content("#report") or "")
+    assert "completed: stopped at the user's request" in (await page.text_content("#report") or "")
     assert await page.locator("#event-log li[data-type='stop_requested']").count() == 1
     await assert_log_is_complete(page, http, server.base_url, session_id)
 

@@ -44,6 +44,10 @@ EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
 FORMATS = ("md", "json", "html", "bib")
 PRIVACY_MODES = ("local_only", "hybrid", "cloud_allowed")
 VERBOSE_HELP = "print every progress event (default: one live line on a terminal, milestones in a pipe)"
+FULL_HELP = (
+    "on a terminal, print the whole report (findings, gaps, entities, saturation, metadata) "
+    "(default: the answer, its short answer and the sources it cites; a pipe or --out always gets the whole report)"
+)
 SHORT_ID_CHARS = 8  # `sessions` shows at least this much of an id, more when needed to keep it unique
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -57,10 +61,37 @@ class CliError(Exception):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad usage in one line and exits 2."""
+    """argparse that reports bad usage in one line and exits 2, suggesting the option or command meant."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"research-tool: error: {message}\n")
+        self.exit(EXIT_BAD_INPUT, f"research-tool: error: {message}{self.suggestion(message)}\n")
+
+    def suggestion(self, message: str) -> str:
+        """`; did you mean --tier?` for `unrecognized arguments: --teir`, or a command's near miss."""
+        import difflib
+        import re
+
+        words: list[str] = []
+        known: list[str] = []
+        if message.startswith("unrecognized arguments:"):
+            words = [w.split("=")[0] for w in message.split(":", 1)[1].split() if w.startswith("-")]
+            known = sorted({o for p in self.all_parsers() for a in p._actions for o in a.option_strings})
+        elif (choice := re.match(r"argument .*?: invalid choice: '([^']*)' \(choose from (.*)\)", message)) is not None:
+            words = [choice.group(1)]
+            known = re.findall(r"'([^']*)'", choice.group(2)) or [c.strip() for c in choice.group(2).split(",")]
+        for word in words:
+            close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+            if close:
+                return f"; did you mean {close[0]}?"
+        return ""
+
+    def all_parsers(self) -> list[argparse.ArgumentParser]:
+        parsers: list[argparse.ArgumentParser] = [self]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    parsers.append(sub)
+        return parsers
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -141,8 +172,8 @@ def build_parser() -> OneLineParser:
     run.add_argument(
         "--tier",
         choices=TIER_NAMES,
-        help="how far to search: simple 2 cycles, standard 5, deep 10 "
-        "(default: the engine's choice, standard with the offline engine)",
+        help="how far to search: simple 2 cycles, standard 5, deep 10 (default: picked from the question: "
+        "simple for a short factual one, deep for an overview or comparison, standard otherwise)",
     )
     run.add_argument(
         "--domain", choices=DOMAIN_NAMES, help="the kind of question, which picks providers (default: detected)"
@@ -150,9 +181,8 @@ def build_parser() -> OneLineParser:
     run.add_argument(
         "--privacy",
         choices=PRIVACY_MODES,
-        default="cloud_allowed",
-        help="local_only: local providers only; hybrid: web search, local engine; "
-        "cloud_allowed: anything (default: cloud_allowed)",
+        help="local_only: local providers only; hybrid: web search, local engine; cloud_allowed: anything "
+        "(default: local_only when --providers is local and the engine offline, else cloud_allowed)",
     )
     run.add_argument(
         "--providers",
@@ -191,6 +221,7 @@ def build_parser() -> OneLineParser:
         metavar="ID",
         help="name the session: 1-64 letters, digits, '-' and '_' (default: a random id)",
     )
+    run.add_argument("--full", action="store_true", help=FULL_HELP)
     run.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
 
     resume = add_command(
@@ -198,6 +229,7 @@ def build_parser() -> OneLineParser:
     )
     resume.add_argument("session_id", type=session_id_arg, help="a session id or a unique prefix of one")
     add_report_options(resume)
+    resume.add_argument("--full", action="store_true", help=FULL_HELP)
     resume.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
 
     sessions = add_command(sub, "sessions", "list sessions, newest first", "research-tool sessions --limit 10")
@@ -306,7 +338,18 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def request_from_args(args: argparse.Namespace) -> ResearchRequest:
+LOCAL_PROVIDERS = frozenset({"local"})  # the providers whose privacy is `local`: nothing leaves the machine
+
+
+def default_privacy(providers: Sequence[str] | None, llm: str) -> str:
+    """`local_only` for a run that searches only local folders with the offline engine (so its header says
+    what it did), else `cloud_allowed`."""
+    if providers and set(providers) <= LOCAL_PROVIDERS and llm.strip().lower() == "offline":
+        return "local_only"
+    return "cloud_allowed"
+
+
+def request_from_args(args: argparse.Namespace, llm: str = "offline") -> ResearchRequest:
     from pydantic import ValidationError
 
     from research_tool.models.request import ResearchRequest
@@ -320,7 +363,7 @@ def request_from_args(args: argparse.Namespace) -> ResearchRequest:
             query=args.question,
             tier=args.tier,
             domain=args.domain,
-            privacy_mode=args.privacy,
+            privacy_mode=args.privacy or default_privacy(providers, llm),
             providers=providers,
             clarify=not args.no_clarify,
             max_execution_time_s=args.max_time,
@@ -405,8 +448,10 @@ class ProgressDisplay:
 
     def print_event(self, event: Event) -> None:
         style = {"provider_error": "yellow", "session_failed": "red", "session_completed": "green"}.get(event.type)
-        line = Text(f"{event.seq:>4} ", style="dim")
-        line.append(f"{event.phase or '':<10} ", style="cyan")
+        # the event number only with --verbose, where it is the log's order (`#38`); milestones read as prose
+        line = Text(f"#{event.seq:<4} " if self.mode == "log" else "", style="dim")
+        if event.phase or self.mode == "log":
+            line.append(f"{event.phase or '':<10} ", style="cyan")
         # event text quotes sources: appended as plain text, without terminal control characters
         line.append(terminal_text(event.message), style=style or "")
         self.console.print(line)
@@ -489,7 +534,14 @@ async def stop_following(progress: asyncio.Task[None], *, wait_s: float) -> None
 
 
 async def drive_session(
-    services: ResearchServices, session_id: str, fmt: str, out: Path | None, after: int, verbose: bool
+    services: ResearchServices,
+    session_id: str,
+    fmt: str,
+    out: Path | None,
+    after: int,
+    verbose: bool,
+    *,
+    full: bool = False,
 ) -> int:
     runner = services.runner
     display = ProgressDisplay(stderr, verbose=verbose)
@@ -522,14 +574,50 @@ async def drive_session(
     # Completed: the report is printed even when Ctrl-C arrives from here on.
     await finish_despite_interrupt(stop_following(progress, wait_s=2))
     display.stop()
-    text = render_report(await finish_despite_interrupt(runner.report(session_id)), fmt)
-    emit_output(text, out, fmt=fmt)
-    stderr.print(Text(f"Session {session_id} completed (stop reason: {record.stop_reason})."))
+    report = await finish_despite_interrupt(runner.report(session_id))
+    if fmt == "md" and out is None and not full and sys.stdout.isatty():
+        more = await finish_despite_interrupt(full_report_hint(services, session_id))
+        emit_output(render_summary(report, more), None, fmt="md")
+    else:
+        emit_output(render_report(report, fmt), out, fmt=fmt)
+    stderr.print(Text(completed_line(session_id, record.stop_reason)))
     return EXIT_OK
 
 
+def completed_line(session_id: str, stop_reason: str | None) -> str:
+    """`Session 3fa9… completed: the question's required information was found.` (models.stop_reasons)"""
+    from research_tool.models.stop_reasons import stop_label
+
+    why = stop_label(stop_reason)
+    return f"Session {session_id} completed: {why}." if why else f"Session {session_id} completed."
+
+
+async def full_report_hint(services: ResearchServices, session_id: str) -> str:
+    """Where the whole report is: the md file the session exported, `show`, and `--full`."""
+    completed = await services.events.last_of_type(session_id, "session_completed")
+    path = ((completed.data.get("export_paths") or {}).get("md") if completed else None) or ""
+    places = [display_path(path)] if path else []
+    places += [f"research-tool show {session_id[:12]}", "run with --full"]
+    return " · ".join(places)
+
+
+def display_path(path: str) -> str:
+    """A path relative to the working directory when it is inside it (`data/exports/…md`), else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
+
+
+def render_summary(report: dict[str, Any], more: str) -> str:
+    from research_tool.models.report import Report
+    from research_tool.reporting.export import render_summary_markdown
+
+    return render_summary_markdown(Report.model_validate(report), more)
+
+
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    request = request_from_args(args)
+    request = request_from_args(args, settings.llm)
     from research_tool.runtime.composition import open_research_services
 
     async with open_research_services(settings) as services:
@@ -540,7 +628,9 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         Interruption.session_id = session_id
         record = await services.runner.create(request, session_id)
         stderr.print(Text(f"Session {record.id}", style="bold"))
-        return await drive_session(services, record.id, args.format, args.out, after=0, verbose=args.verbose)
+        return await drive_session(
+            services, record.id, args.format, args.out, after=0, verbose=args.verbose, full=args.full
+        )
 
 
 async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
@@ -556,7 +646,9 @@ async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
         last = await services.events.replay(record.id)
         after = last[-1].seq if last else 0
         stderr.print(Text(f"Resuming session {record.id} from its last checkpoint.", style="bold"))
-        return await drive_session(services, record.id, args.format, args.out, after=after, verbose=args.verbose)
+        return await drive_session(
+            services, record.id, args.format, args.out, after=after, verbose=args.verbose, full=args.full
+        )
 
 
 # --- reading sessions without the research machinery -------------------------------------------------
@@ -816,9 +908,18 @@ def print_results_table(results: list[dict[str, Any]]) -> None:
 
     table = Table("#", "title", "url", "date")
     for i, r in enumerate(results, start=1):
-        title, url = terminal_text(r["title"] or "")[:70], terminal_text(r["url"])[:80]
+        title, url = shorten(terminal_text(r["title"] or ""), 70), terminal_text(r["url"])
         table.add_row(str(i), Text(title), Text(url), Text(r.get("published_date") or ""))
     Console(highlight=False).print(table)
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut at a word boundary to at most `limit` characters, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:-") + "…"
 
 
 async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
@@ -851,8 +952,29 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     if isinstance(index, HybridIndex) and index.last_embed_error:
         raise CliError(f"indexed without vectors: {index.last_embed_error}")
     remember_folder(settings.data_dir, folder)
-    stderr.print(Text(" ".join(f"{k}={v}" for k, v in stats.as_dict().items())))
+    stderr.print(Text(index_summary(folder, stats.as_dict())))
     return EXIT_OK
+
+
+def index_summary(folder: Path, stats: dict[str, float]) -> str:
+    """`Indexed /docs: 2788 documents (12 new, 1 changed, 0 removed; 3 files failed) in 0.4 s.`"""
+
+    def count(n: float, word: str) -> str:
+        return f"{int(n)} {word}{'' if int(n) == 1 else 's'}"
+
+    changes = [
+        f"{int(stats.get('docs_added', 0))} new",
+        f"{int(stats.get('docs_updated', 0))} changed",
+        f"{int(stats.get('docs_removed', 0))} removed",
+    ]
+    trouble = [
+        f"{count(stats[key], 'file')} {what}"
+        for key, what in (("files_failed", "unreadable"), ("files_skipped", "skipped"))
+        if stats.get(key)
+    ]
+    detail = ", ".join(changes) + ("; " + ", ".join(trouble) if trouble else "")
+    total = count(stats.get("docs_total", 0), "document")
+    return f"Indexed {folder}: {total} ({detail}) in {float(stats.get('duration_s', 0)):.1f} s."
 
 
 def local_folders_row(provider: SearchProvider) -> dict[str, list[str]]:
@@ -899,6 +1021,7 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
 
     columns = ["provider", "available", "key", "rate/s", "privacy", *(["memory score"] if args.domain else []), "note"]
     table = Table(*columns)
+    piped = not sys.stdout.isatty()  # a pipe gets one tab-separated line per provider, nothing cut
     for row in rows:
         key = {True: "yes", False: "no", None: "not needed"}[row["key_present"]]
         cells = [
@@ -911,8 +1034,12 @@ async def cmd_providers(args: argparse.Namespace, settings: Settings) -> int:
         if args.domain:
             cells.append("" if row["score"] is None else f"{row['score']:.2f}")
         note = row["reason"] or ("folders: " + ", ".join(row["folders"]) if row.get("folders") else "")
-        table.add_row(*cells, Text(note))
-    Console(highlight=False).print(table)
+        if piped:
+            sys.stdout.write("\t".join([*cells, " ".join(terminal_text(note).split())]) + "\n")
+        else:
+            table.add_row(*cells, Text(note))
+    if not piped:
+        Console(highlight=False).print(table)
     return EXIT_OK
 
 
@@ -984,7 +1111,7 @@ CLUSTER_ONLY = "needs RESEARCH_DATABASE_URL (a postgresql:// URL): sessions are 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.core.extras import require_postgres_extra
     from research_tool.runtime.http_server import open_serving_refusal, run_server
-    from research_tool.runtime.ownership import DataDirOwner
+    from research_tool.runtime.ownership import DataDirOwner, record_serving_url
     from research_tool.runtime.shared_limits import check_shared_limits_settings
 
     refusal = open_serving_refusal(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
@@ -1001,13 +1128,49 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_BAD_INPUT
         os.environ["RESEARCH_RUN_WORKER"] = "false"  # uvicorn builds the app from the environment
         settings = settings.model_copy(update={"run_worker": False})
+    refuse_port_in_use(args.host, args.port)
     # SQLite: this process owns the data dir for the server's whole life, or exits 2 naming the owner's PID.
     owner = DataDirOwner(None) if settings.database_url else DataDirOwner.claim(settings.data_dir)
+    if not settings.database_url:
+        record_serving_url(settings.data_dir, server_url(args.host, args.port))
     try:
         run_server(settings, args.host, args.port)
     finally:
+        if not settings.database_url:
+            record_serving_url(settings.data_dir, None)
         owner.release()
     return EXIT_OK
+
+
+def server_url(host: str, port: int) -> str:
+    """The URL a browser on this machine opens for `serve --host H --port P` (a wildcard host: loopback)."""
+    name = host.strip().strip("[]")
+    name = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(name, name)
+    return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
+
+
+def refuse_port_in_use(host: str, port: int) -> None:
+    """Bind `host:port` as uvicorn will (SO_REUSEADDR) and let go: a port another process listens on is one
+    line and exit 2 here, before the app starts, rather than uvicorn's log lines and exit 3."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CliError(f"cannot listen on {host}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"port {port} on {host} is in use (another server?): stop it, or pick another port with "
+                    f"--port N (make serve PORT=N)"
+                ) from None
+            raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
@@ -1025,7 +1188,12 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     async with (
-        cpu_pool(settings.cpu_workers, settings.cpu_worker_niceness),
+        cpu_pool(
+            settings.cpu_workers,
+            settings.cpu_worker_niceness,
+            log_format=settings.log_format,
+            log_level=settings.log_level,
+        ),
         open_research_services(settings, worker=True),
     ):
         stderr.print(Text("Worker started: running sessions from the shared queue (Ctrl-C stops it).", style="bold"))
@@ -1088,7 +1256,11 @@ def closed_pipe() -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # a bare `research-tool`: the commands, not a usage error
+        sys.stderr.write(parser.format_help())
+        return EXIT_BAD_INPUT
+    args = parser.parse_args(argv)
     Interruption.session_id = None
     from pydantic import ValidationError
 

@@ -33,7 +33,7 @@ from research_tool.core.logging import get_logger
 
 log = get_logger(__name__)
 
-CORPUS_VERSION = 2
+CORPUS_VERSION = 3  # 3: signatures without memory addresses
 MARKER_FILE = ".demo_corpus.json"
 
 # Modules behind everyday Python questions: processes, files, text, data formats, dates,
@@ -83,9 +83,14 @@ def first_sentence(doc: str, *, max_chars: int = 120) -> str:
     return sentence if len(sentence) <= max_chars else sentence[: max_chars - 1].rstrip() + "…"
 
 
+_ADDRESS_RE = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
+
+
 def _signature(name: str, obj: object) -> str:
+    """`name(args)` as inspect gives it, without the memory addresses of default values ("<function copy2 at
+    0x7f...>" reads "<function copy2>"): they change every run and mean nothing to a reader."""
     try:
-        return f"{name}{inspect.signature(obj)}"  # type: ignore[arg-type]
+        return _ADDRESS_RE.sub("", f"{name}{inspect.signature(obj)}")  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return f"{name}(...)"
 

@@ -18,7 +18,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from research_tool import __version__
 from research_tool.api.body_size import BodySizeLimitMiddleware
 from research_tool.api.errors import ApiError, install_error_handlers
-from research_tool.api.host_guard import HostGuardMiddleware, parse_allowed_hosts
+from research_tool.api.host_guard import LOCAL_ORIGIN_PATTERN, HostGuardMiddleware, parse_allowed_hosts
 from research_tool.api.langgraph.routes import langgraph
 from research_tool.api.langgraph.service import open_langgraph_protocol
 from research_tool.api.mcp_server import build_mcp_server, mcp_http_route
@@ -47,7 +47,15 @@ def running_services(app: FastAPI) -> ResearchServices:
     return services
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_loopback_app() -> FastAPI:
+    """The app `research-tool serve` runs on a loopback --host: a browser page of this machine
+    (`http://localhost:<port>`, `http://127.0.0.1:<port>`: a local chat UI) may call it cross-origin
+    besides RESEARCH_CORS_ORIGINS. Nothing off the machine can reach such a server, so this grants no one
+    else anything; a server on any other address allows only the configured origins."""
+    return create_app(local_origins=True)
+
+
+def create_app(settings: Settings | None = None, *, local_origins: bool = False) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_format, settings.log_level)
     metrics = ApiMetrics()
@@ -59,7 +67,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # The pool outlives the services: sessions are cancelled (services' exit) before it shuts down.
         async with (
-            cpu_pool(settings.cpu_workers, settings.cpu_worker_niceness),
+            cpu_pool(
+                settings.cpu_workers,
+                settings.cpu_worker_niceness,
+                log_format=settings.log_format,
+                log_level=settings.log_level,
+            ),
             open_research_services(settings, retention_sweeps=True, worker=settings.run_worker) as services,
             mcp_server.session_manager.run(),
             open_langgraph_protocol(services) as langgraph_protocol,
@@ -105,16 +118,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_pages(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     origins = cors_origins(settings)
-    if origins:
+    if origins or local_origins:
+        # No credentials (cookies) either way: the token goes as a header the page sets itself.
         app.add_middleware(
             CORSMiddleware,
             allow_origins=origins,
+            allow_origin_regex=LOCAL_ORIGIN_PATTERN if local_origins else None,
             allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-            allow_headers=["Authorization", "X-Api-Key", "Content-Type", "Last-Event-ID"],
+            allow_headers=["Authorization", "X-Api-Key", "X-Auth-Scheme", "Content-Type", "Last-Event-ID"],
             expose_headers=["Location", "Content-Location", "X-Session-Id"],
         )
     # Outermost: a request for a host this server is not (DNS rebinding) is refused before anything runs.
     app.add_middleware(
-        HostGuardMiddleware, allowed_hosts=parse_allowed_hosts(settings.allowed_hosts), cors_origins=origins
+        HostGuardMiddleware,
+        allowed_hosts=parse_allowed_hosts(settings.allowed_hosts),
+        cors_origins=origins,
+        local_origins=local_origins,
     )
     return app

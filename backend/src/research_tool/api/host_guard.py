@@ -11,7 +11,9 @@ may open a WebSocket to `ws://127.0.0.1:8000` (WebSockets are not subject to COR
   checks it). Anything else: 400 `host_not_allowed`.
 - Origin: a request with an `Origin` header to the WebSocket or the SSE stream is refused (403
   `origin_not_allowed`) unless the origin is the server's own (`scheme://<Host>`) or listed in
-  `RESEARCH_CORS_ORIGINS`. Clients that send no Origin (curl, the CLI, httpx) are not browsers and pass.
+  `RESEARCH_CORS_ORIGINS` (or, served on a loopback address by `research-tool serve`, a page of this machine:
+  `http://localhost:<port>`, `http://127.0.0.1:<port>`). Clients that send no Origin (curl, the CLI, httpx)
+  are not browsers and pass.
 
 Starlette's TrustedHostMiddleware checks a fixed list and answers in plain text; this one also knows
 the bound address and answers with the API's JSON error shape (and a denial response on a WebSocket).
@@ -34,6 +36,9 @@ from research_tool.core.logging import get_logger
 log = get_logger(__name__)
 
 LOCAL_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")
+# A page served from this machine over plain http on any port (a local chat UI such as Agent Chat UI on :3000).
+# `research-tool serve` on a loopback --host allows these origins by default (api/app.create_loopback_app).
+LOCAL_ORIGIN_PATTERN = r"http://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?"
 CLOSE_FORBIDDEN = 4403
 SSE_PATH = re.compile(r"^/api/research/[^/]+/events/?$")
 
@@ -71,11 +76,19 @@ def _same_address(a: str, b: str) -> bool:
 
 
 class HostGuardMiddleware:
-    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str], cors_origins: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        allowed_hosts: Iterable[str],
+        cors_origins: Iterable[str] = (),
+        *,
+        local_origins: bool = False,
+    ) -> None:
         self.app = app
         self.allowed = [h.lower() for h in allowed_hosts]
         self.allow_any = "*" in self.allowed
         self.cors_origins = {o.rstrip("/").lower() for o in cors_origins}
+        self.local_origins = local_origins
 
     def host_allowed(self, host: str, scope: Scope) -> bool:
         if self.allow_any:
@@ -91,6 +104,8 @@ class HostGuardMiddleware:
     def origin_allowed(self, origin: str, host_header: str) -> bool:
         normalized = origin.strip().rstrip("/").lower()
         if normalized in self.cors_origins:
+            return True
+        if self.local_origins and re.fullmatch(LOCAL_ORIGIN_PATTERN, normalized):
             return True
         parts = urlsplit(normalized)
         return parts.scheme in ("http", "https") and parts.netloc == host_header.strip().lower()

@@ -27,6 +27,7 @@ from research_tool import __version__
 from research_tool.api.auth import is_authorized
 from research_tool.api.errors import error_response, status_for
 from research_tool.api.routes.research import check_corpus_dirs
+from research_tool.core import telemetry
 from research_tool.core.errors import ResearchToolError, ServerBusyError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.models.api import SessionAccepted, StatusResponse
@@ -125,6 +126,24 @@ def report_result(session_id: str, report: dict[str, Any]) -> CallToolResult:
     )
 
 
+def caller_traceparent(ctx: Context) -> str | None:
+    """The caller's trace context (tracing on): the HTTP request's `traceparent` header at /mcp, else the call's
+    `_meta.traceparent` (as MCP clients that propagate trace context over stdio send it)."""
+    if not telemetry.enabled():
+        return None
+    try:
+        request_context = ctx.request_context
+    except ValueError:  # outside a request
+        return None
+    headers = getattr(request_context.request, "headers", None)
+    found = telemetry.incoming_traceparent(headers) if headers is not None else None
+    meta: dict[str, Any] = dict(request_context.meta or {})
+    sent = meta.get("traceparent")
+    if found is None and isinstance(sent, str):
+        found = telemetry.valid_traceparent(sent)
+    return found
+
+
 def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
     """The tools over the research services `services_of()` returns (raises while the process starts/stops)."""
     # The SDK's constructor calls logging.basicConfig on the root logger (a rich handler) at its log_level: at
@@ -138,12 +157,13 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
     def services() -> ResearchServices:
         return services_of()
 
-    async def create(request_fields: dict[str, Any]) -> str:
+    async def create(request_fields: dict[str, Any], ctx: Context) -> str:
         svc = services()
         request = build_request(**request_fields)
         check_corpus_dirs(request, svc.settings)
         svc.validate(request)
-        record = await svc.runner.create(request)  # ServerBusyError when the server is full: nothing created
+        # ServerBusyError when the server is full: nothing created
+        record = await svc.runner.create(request, traceparent=caller_traceparent(ctx))
         svc.runner.submit(record.id)
         return record.id
 
@@ -177,7 +197,8 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
                     "corpus_dirs": corpus_dirs,
                     "fetch": fetch,
                     "max_execution_time_s": max_execution_time_s,
-                }
+                },
+                ctx,
             )
             svc = services()
             async for event in svc.events.follow(session_id, 0):
@@ -193,6 +214,7 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
     @server.tool()
     async def start_research(
         query: str,
+        ctx: Context,
         tier: Tier | None = None,
         domain: str | None = None,
         privacy_mode: Privacy | None = None,
@@ -214,7 +236,8 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
                     "corpus_dirs": corpus_dirs,
                     "fetch": fetch,
                     "max_execution_time_s": max_execution_time_s,
-                }
+                },
+                ctx,
             )
             record = await services().store.get(session_id)
             return model_result(SessionAccepted(session_id=session_id, status=record.status))

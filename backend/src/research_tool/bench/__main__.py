@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from research_tool.bench.answer_reader import run_answer_reader
 from research_tool.bench.cluster import QUICK_CLUSTER, ClusterSizes, run_cluster
 from research_tool.bench.langgraph_protocol import run_langgraph
 from research_tool.bench.local_index import run_local_index
@@ -33,6 +34,7 @@ from research_tool.bench.resume import run_resume
 from research_tool.bench.scale import DEFAULT_RUNS, run_scale
 from research_tool.bench.splitter import run_splitter
 from research_tool.bench.storage import run_storage
+from research_tool.bench.tracing import run_tracing
 from research_tool.core.logging import configure_logging
 from research_tool.core.settings import Settings
 
@@ -43,11 +45,13 @@ BENCHMARKS = (
     "resume",
     "local_index",
     "splitter",
+    "answer_reader",
     "model_hang",
     "storage",
     "offline_run",
     "cluster",
     "langgraph",
+    "tracing",
 )
 
 
@@ -74,6 +78,8 @@ class Sizes:
     cluster: ClusterSizes = field(default_factory=ClusterSizes)
     langgraph_sessions: int = 5
     langgraph_streams: int = 100
+    tracing_sessions: int = 8
+    tracing_rounds: int = 3
 
 
 QUICK = Sizes(
@@ -96,6 +102,8 @@ QUICK = Sizes(
     cluster=QUICK_CLUSTER,
     langgraph_sessions=1,
     langgraph_streams=5,
+    tracing_sessions=2,
+    tracing_rounds=1,
 )
 
 
@@ -121,6 +129,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
         ),
         "local_index": lambda: run_local_index(sizes.scifact_dir),
         "splitter": lambda: run_splitter(sizes.splitter_sizes),
+        "answer_reader": run_answer_reader,
         "model_hang": lambda: run_model_hang(workdir, time_limit_s=sizes.model_hang_limit_s),
         "storage": lambda: run_storage(
             workdir,
@@ -132,6 +141,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
         "offline_run": lambda: run_offline(workdir, runs=sizes.offline_runs),
         "cluster": lambda: run_cluster(workdir, sizes.cluster),
         "langgraph": lambda: run_langgraph(workdir, sessions=sizes.langgraph_sessions, streams=sizes.langgraph_streams),
+        "tracing": lambda: run_tracing(workdir, sessions=sizes.tracing_sessions, rounds=sizes.tracing_rounds),
     }
 
 

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import structlog
 
+from research_tool.core.telemetry import add_trace_ids
+
 LogFormat = Literal["json", "console"]
 
 
@@ -86,6 +88,7 @@ def configure_logging(fmt: LogFormat = "console", level: str = "INFO") -> None:
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            add_trace_ids,  # trace_id and span_id inside a traced session (nothing while tracing is off)
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             bound_exceptions,

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     llm: str = "offline"
     log_format: Literal["json", "console"] = "console"
     log_level: str = "INFO"
+    # OpenTelemetry (core/telemetry.py; on when OTEL_EXPORTER_OTLP_ENDPOINT is set): spans carry the question,
+    # the model's prompts and answers and the fetched URLs only when this is on (otherwise a hash of the question).
+    trace_content: bool = False
 
     # Tier overrides (None: the tier's own value) and guards.
     max_iters: int | None = Field(default=None, ge=1, le=50)

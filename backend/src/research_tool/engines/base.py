@@ -76,10 +76,15 @@ class SynthesisInput(_Strict):
     facts: list[Fact]  # verified first, then by confidence and relevance
     max_findings: int = 10
     degraded_mode: bool = False
+    # providers every search of which failed (unreachable): named plainly when other providers answered
+    unreachable_providers: list[str] = Field(default_factory=list)
     stop_reason: str | None = None
     # The answer ranker's sentence similarity (`ranker.SentenceSimilarity`: question, sentences -> cosines) when
     # the `semantic` extra's encoder is on; None: the lexical ranker. Not part of the input's data.
     similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = Field(default=None, exclude=True)
+    # The answer reader (`answering.AnswerReader`: question, [(sentence, context)] -> probabilities) when the
+    # `semantic` extra and the reader's weights are here; None: the lexical ranker alone. Not part of the data.
+    reader: Callable[[str, Sequence[tuple[str, str]]], Sequence[float]] | None = Field(default=None, exclude=True)
 
 
 class FindingDraft(_Strict):

@@ -30,7 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
-from research_tool.core.logging import get_logger
+from research_tool.core.logging import configure_logging, get_logger
 
 log = get_logger(__name__)
 
@@ -61,9 +61,11 @@ async def run_cpu(fn: Callable[..., T], *args: object) -> T:
     return await asyncio.to_thread(fn, *args)
 
 
-def _worker_started(niceness: int = WORKER_NICENESS) -> None:
+def _worker_started(niceness: int = WORKER_NICENESS, log_format: str = "console", log_level: str = "INFO") -> None:
     # Ctrl-C reaches the whole process group: the server shuts its pool down; a worker must not die first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A spawned worker starts with structlog's defaults, which print debug records: it logs as the server does.
+    configure_logging("json" if log_format == "json" else "console", log_level)
     _lower_priority(niceness)
     # A worker holds its own end of the task queue, so a server killed outright (SIGKILL, OOM) would leave
     # it waiting forever: it exits when the server process does.
@@ -89,9 +91,12 @@ def _exit_with(parent_sentinel: int) -> None:
 
 
 @asynccontextmanager
-async def cpu_pool(workers: int, niceness: int = WORKER_NICENESS) -> AsyncIterator[ProcessPoolExecutor | None]:
+async def cpu_pool(
+    workers: int, niceness: int = WORKER_NICENESS, *, log_format: str = "console", log_level: str = "INFO"
+) -> AsyncIterator[ProcessPoolExecutor | None]:
     """Install a pool of `workers` processes for `run_cpu` while the block runs (0: none, threads are used);
-    on exit shut it down (queued work cancelled) and put back whatever was installed before."""
+    on exit shut it down (queued work cancelled) and put back whatever was installed before. The workers log
+    at `log_level` in `log_format`, as the process that started them."""
     global _installed
     if workers <= 0:
         yield None
@@ -100,7 +105,7 @@ async def cpu_pool(workers: int, niceness: int = WORKER_NICENESS) -> AsyncIterat
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_worker_started,
-        initargs=(niceness,),
+        initargs=(niceness, log_format, log_level),
     )
     previous, _installed = _installed, pool
     log.info("cpu_pool_started", workers=workers)

@@ -72,6 +72,7 @@ from research_tool.engines.llm_schemas import (
     SupportAnswer,
     SynthesizeAnswer,
 )
+from research_tool.engines.model_span import invoke_traced
 from research_tool.engines.output_format import ChatRequests, prompt_only
 from research_tool.engines.prompt_templates import (
     RenderedPrompt,
@@ -95,6 +96,7 @@ from research_tool.models.schemas import (
     ReflectionResponse,
     ResponseMetadata,
 )
+from research_tool.models.stop_reasons import stop_label
 from research_tool.models.tiers import TIERS
 
 log = get_logger(__name__)
@@ -369,7 +371,14 @@ class LLMEngine(ReasoningEngine):
         received: list[AIMessageChunk] = []
         try:
             async with asyncio.timeout(timeout) as bound:
-                reply = await self._stream_reply(messages, schema, received)
+                reply = await invoke_traced(
+                    self._chat,
+                    messages,
+                    model_spec=self._model_spec,
+                    step=step,
+                    max_tokens=self._limits.max_answer_tokens,
+                    call=lambda: self._stream_reply(messages, schema, received),
+                )
         except TimeoutError:
             if not bound.expired():
                 raise
@@ -686,7 +695,7 @@ class LLMEngine(ReasoningEngine):
         if request.degraded_mode:
             notes.append(DEGRADED_NOTE)
         if request.stop_reason:
-            notes.append(f"The research stopped because: {request.stop_reason}.")
+            notes.append(f"The research stopped because: {stop_label(request.stop_reason)}.")
         # the same evidence selection as offline
         selection = select_answer(request.query, request.sources, similarity=request.similarity)
         leads = selection.sentences if selection.answered else selection.closest

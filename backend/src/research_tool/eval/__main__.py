@@ -26,7 +26,8 @@ def main() -> int:
         status |= semantic.main([str(scifact_dir)])
     else:
         print(f"skipped SciFact: no data in {scifact_dir}", file=sys.stderr)
-    status |= answers.main(["--eval-dir", str(eval_dir)])
+    for part in ("fit", "test"):  # the answer reader's figures, and today's lexical ranker's beside them
+        status |= answers.main(["--eval-dir", str(eval_dir), "--part", part, "--lexical-beside"])
     status |= multihop.main(["--eval-dir", str(eval_dir)])
     return status
 

@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import random
 import re
 import statistics
@@ -42,11 +43,13 @@ from research_tool.engines.text.answering import AnswerSelection
 from research_tool.engines.text.candidates import build_candidates
 from research_tool.engines.text.ranker import bm25_scores
 from research_tool.engines.text.tokens import content_stems
+from research_tool.eval import owndocs
 from research_tool.eval.multihop import DEFAULT_EVAL_DIR, Dataset, doc_id, load_hotpotqa, load_musique
 from research_tool.models.entities import SourceResult
 from research_tool.models.request import ResearchRequest
 from research_tool.providers.local_corpus.hybrid import open_corpus_index
 from research_tool.providers.local_corpus.index import CorpusHit, CorpusIndex
+from research_tool.providers.local_corpus.reader import READER_ENV, answer_reader
 from research_tool.runtime.composition import open_research_services
 
 SEED = 20240917
@@ -55,7 +58,7 @@ SQUAD_UNANSWERABLE = 50  # per part
 SQUAD_HELD_OUT_EVERY = 6  # articles 5, 11, 17, 23 (every sixth) are left out of the index
 SQUAD_FIT_ARTICLES = 12  # the first 12 articles of the folder (SQuAD dev articles 24-35) fit; the rest test
 # the tier's source budget (simple, standard)
-BASELINE_SOURCES = {"squad": 5, "hotpotqa": 15, "musique": 15, "howto": 5}
+BASELINE_SOURCES = {"squad": 5, "hotpotqa": 15, "musique": 15, "howto": 5, "owndocs": 200}  # owndocs: every file
 MULTI_HOP = frozenset({"hotpotqa", "musique"})  # asked at the standard tier
 MARKER = re.compile(r"\s*\[\d+\]")
 WORD = re.compile(r"\w+")
@@ -70,6 +73,11 @@ TARGETS: dict[str, str] = {
     "hotpot_both_pages": ">= 0.85",
     "musique_first_sentence": "",
     "howto_first_two": ">= 0.85",
+    "owndocs_first_sentence": ">= 0.85",
+    "owndocs_yes_no": ">= 0.80",
+    "owndocs_short_precision": ">= 0.80",
+    "owndocs_short_coverage": ">= 0.50",
+    "owndocs_unanswerable": ">= 0.75 (answerable wrongly not answered <= 0.10)",
     "unanswerable_not_answered": ">= 0.85",
     "answerable_wrongly_not_answered": "<= 0.07",
     "citation_precision": "1.00 SQuAD, >= 0.99 HotpotQA",
@@ -86,6 +94,10 @@ class Item:
     answers: list[str]  # gold strings; empty for an unanswerable question
     kind: str = "factoid"  # factoid | yes_no | howto | unanswerable
     gold_docs: set[str] = field(default_factory=set)
+    corpus: Path | None = None  # the folder indexed and searched for it, when not the set's one (owndocs)
+    sentence: str = ""  # the gold sentence, when the set names it (owndocs): scored by `owndocs.sentence_matches`
+    short: str | None = None  # the gold short answer, when the set names one (owndocs)
+    detail: str = ""  # the set's own kind of question (owndocs: when, who, how_much, ...)
 
 
 @dataclass
@@ -273,6 +285,23 @@ def load_howto(path: Path, corpus: Path) -> AnswerSet:
     return AnswerSet("howto", items, corpus, {})
 
 
+def load_owndocs(folder: Path, work: Path) -> AnswerSet:
+    """The owndocs folders, each written out and indexed on its own; fit and test parts by folder."""
+    folders = owndocs.load_folders(folder)
+    parts: dict[str, list[Item]] = {"fit": [], "test": []}
+    texts: dict[str, str] = {}
+    for own in folders:
+        corpus = owndocs.write_folder(own, work / "owndocs" / "folders")
+        part = "fit" if own.name in owndocs.FIT_FOLDERS else "test"
+        for q in own.questions:
+            kind = {"unanswerable": "unanswerable", "yes_no": "yes_no"}.get(q.kind, "factoid")
+            answers = [q.short] if q.kind == "yes_no" and q.short else [q.sentence] if q.sentence else []
+            parts[part].append(
+                Item(q.id, q.question, answers, kind, corpus=corpus, sentence=q.sentence, short=q.short, detail=q.kind)
+            )
+    return AnswerSet("owndocs", parts["fit"], work / "owndocs" / "folders", texts, test=parts["test"])
+
+
 def _write_corpus(documents: list[dict[str, str]], folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "corpus.jsonl"
@@ -321,7 +350,8 @@ async def run_reports(
     # The index the local provider opens, vectors included with --semantic: encoded here, before the sessions,
     # as a user runs `index --semantic` on a folder first (else the first searches wait on the encoding).
     index = open_corpus_index(settings.db_path("local_index.db"), semantic=semantic)
-    await index.index_folder(answer_set.corpus)
+    for corpus in dict.fromkeys(item.corpus or answer_set.corpus for item in items):
+        await index.index_folder(corpus)
     with _capturing(captured):
         return await _run_reports(answer_set, items, settings)
 
@@ -333,9 +363,9 @@ async def _run_reports(answer_set: AnswerSet, items: list[Item], settings: Setti
         for item in items:
             request = ResearchRequest(
                 query=item.question,
-                tier="standard" if answer_set.name in MULTI_HOP else "simple",
+                tier=_tier(answer_set.name),
                 providers=["local"],
-                corpus_dirs=[str(answer_set.corpus)],
+                corpus_dirs=[str(item.corpus or answer_set.corpus)],
                 fetch=False,
                 formats=["json"],
             )
@@ -349,13 +379,20 @@ async def _run_reports(answer_set: AnswerSet, items: list[Item], settings: Setti
     return reports
 
 
+def _tier(name: str) -> str | None:
+    """Multi-hop sets at the standard tier, SQuAD and how-to at the simple one (their fitted setting), a user's own
+    folders at the engine's own choice, as `research-tool run Q --providers local` asks them."""
+    return "standard" if name in MULTI_HOP else None if name == "owndocs" else "simple"
+
+
 async def baselines(answer_set: AnswerSet, items: list[Item], work: Path) -> list[dict[str, Any]]:
     """BM25 over sentences: the sentences of the index's top paragraphs for the question (as many as the
     tier's source budget), each scored by BM25 against the question, the top one taken."""
     index = CorpusIndex(Settings(data_dir=work / answer_set.name / "run").db_path("local_index.db"))
     out = []
     for item in items:
-        hits = await index.search(item.question, roots=[answer_set.corpus], limit=BASELINE_SOURCES[answer_set.name])
+        roots = [item.corpus or answer_set.corpus]
+        hits = await index.search(item.question, roots=roots, limit=BASELINE_SOURCES[answer_set.name])
         out.append({"sentence": bm25_top_sentence(item.question, hit_sources(hits)), "docs": [h.doc_id for h in hits]})
     return out
 
@@ -398,9 +435,10 @@ def score(
             "id": item.id,
             "kind": item.kind,
             "completed": bool(report),
-            "first": contains_gold(first, item.answers),
+            "first": _states(first, item),
             "anywhere": contains_gold(answer_body(answer), item.answers),
-            "short": bool(short) and word_count(short) <= 8 and contains_gold(short, item.answers),
+            "short": bool(short) and word_count(short) <= 8 and contains_gold(short, _shorts(item)),
+            "has_short": item.kind == "factoid" and (item.short is not None or not item.sentence),
             "answered": report.get("answered", True) if report else False,
             "empty": not answer_body(answer),
             "words": word_count(answer_body(answer)),
@@ -412,7 +450,8 @@ def score(
             "verdict_ok": item.kind == "yes_no" and verdict(report) == item.answers[0].casefold(),
             "howto_ok": item.kind == "howto" and any(a in " ".join(sentences[:2]) for a in item.answers),
             "howto_anywhere": item.kind == "howto" and any(a in answer for a in item.answers),
-            "base_first": contains_gold(b["sentence"], item.answers),
+            "base_first": _states(b["sentence"], item),
+            "detail": item.detail,
             "base_both": bool(item.gold_docs) and item.gold_docs <= set(b["docs"]),
             "base_howto": item.kind == "howto" and any(a in b["sentence"] for a in item.answers),
             "question": item.question,
@@ -426,12 +465,23 @@ def score(
     return {"set": answer_set.name, "rows": rows}
 
 
+def _states(sentence: str, item: Item) -> bool:
+    """The sentence answers: it states the gold sentence (owndocs) or holds a gold answer."""
+    if item.sentence:
+        return owndocs.sentence_matches(sentence, item.sentence)
+    return contains_gold(sentence, item.answers)
+
+
+def _shorts(item: Item) -> list[str]:
+    return [item.short] if item.short else item.answers if not item.sentence else []
+
+
 def _gold_in(item: Item, report: dict[str, Any], sentences: list[str], texts: dict[str, str]) -> str:
     """Where a factoid's gold answer was: the first sentence, a later answer sentence, a finding, a cited
     source's text only, or nowhere the report reaches (retrieval)."""
-    if sentences and contains_gold(sentences[0], item.answers):
+    if sentences and _states(sentences[0], item):
         return "first"
-    if any(contains_gold(s, item.answers) for s in sentences[1:]):
+    if any(_states(s, item) for s in sentences[1:]):
         return "later_sentence"
     if any(contains_gold(f["statement"], item.answers) for f in report.get("findings", [])):
         return "findings"
@@ -524,6 +574,24 @@ def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
             ("musique_all_gold_cited", _rate(rows, "both_pages"), "", _rate(rows, "base_both")),
             ("musique_answered", _rate([{"x": r["answered"]} for r in rows], "x"), "", 1.0),
         ]
+    if name == "owndocs":
+        yes_no = [r for r in rows if r["kind"] == "yes_no"]
+        with_short = [r for r in factoid if r["has_short"]]
+        unanswerable = [r for r in rows if r["kind"] == "unanswerable"]
+        lines += [
+            _first_sentence_line("owndocs_first_sentence", factoid),
+            ("owndocs_anywhere", _rate(factoid, "anywhere"), "", None),
+            ("owndocs_yes_no", _rate(yes_no, "verdict_ok"), TARGETS["owndocs_yes_no"], None),
+            ("owndocs_short_precision", _precision(with_short), TARGETS["owndocs_short_precision"], None),
+            ("owndocs_short_coverage", _coverage(with_short), TARGETS["owndocs_short_coverage"], None),
+            (
+                "unanswerable_not_answered",
+                _rate([{"x": not r["answered"]} for r in unanswerable], "x"),
+                TARGETS["owndocs_unanswerable"],
+                0.0,
+            ),
+            _wrongly_not_answered_line(answerable),
+        ]
     if name == "howto":
         lines += [
             ("howto_first_two", _rate(rows, "howto_ok"), TARGETS["howto_first_two"], _rate(rows, "base_howto")),
@@ -555,9 +623,21 @@ def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
     return lines
 
 
-def render(name: str, part: str, lines: list[tuple[str, Any, str, Any]]) -> str:
-    out = [f"{name} ({part})", "figure | value | target | BM25-over-sentences baseline", "--- | --- | --- | ---"]
-    out += [f"{f} | {v} | {t} | {'' if b is None else b}" for f, v, t, b in lines]
+def render(
+    name: str, part: str, lines: list[tuple[str, Any, str, Any]], lexical: list[tuple[str, Any, str, Any]] | None = None
+) -> str:
+    """The set's figures as a table; with `lexical`, the same figures with the answer reader off beside them."""
+    if lexical is None:
+        out = [f"{name} ({part})", "figure | value | target | BM25-over-sentences baseline", "--- | --- | --- | ---"]
+        out += [f"{f} | {v} | {t} | {'' if b is None else b}" for f, v, t, b in lines]
+        return "\n".join(out)
+    plain = {f: v for f, v, _, _ in lexical}
+    out = [
+        f"{name} ({part}; the answer reader on, and off beside it)",
+        "figure | value | target | BM25-over-sentences baseline | lexical ranker (reader off)",
+        "--- | --- | --- | --- | ---",
+    ]
+    out += [f"{f} | {v} | {t} | {'' if b is None else b} | {plain.get(f, '')}" for f, v, t, b in lines]
     return "\n".join(out)
 
 
@@ -570,6 +650,7 @@ async def run(
     concurrency: int,
     captured: dict[str, list[dict[str, Any]]] | None = None,
     semantic: bool = False,
+    lexical_beside: bool = False,
 ) -> list[dict[str, Any]]:
     results = []
     for name in sets:
@@ -582,6 +663,9 @@ async def run(
         elif name == "musique":
             folder = eval_dir / "musique_train100"
             answer_set = load_musique_set(folder, work) if folder.is_dir() else None
+        elif name == "owndocs":
+            folder = eval_dir / "owndocs"
+            answer_set = load_owndocs(folder, work) if folder.is_dir() else None
         elif name == "howto":
             folder = eval_dir / "howto_pydoc" / "dev.jsonl"
             answer_set = load_howto(folder, work / "howto" / "demo_corpus") if folder.is_file() else None
@@ -602,15 +686,33 @@ async def run(
         result["wall_s"] = round(time.perf_counter() - started, 1)
         result["part"] = part
         result["summary"] = summarize(result)
+        if lexical_beside and answer_reader() is not None:
+            with _reader_off():
+                plain = score(answer_set, items, await run_reports(answer_set, items, work, concurrency), base)
+            result["lexical_summary"] = summarize(plain)
         results.append(result)
     return results
+
+
+@contextlib.contextmanager
+def _reader_off() -> Iterator[None]:
+    """The answer reader turned off (RESEARCH_ANSWER_READER=0) while open: today's lexical ranker answers."""
+    saved = os.environ.get(READER_ENV)
+    os.environ[READER_ENV] = "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(READER_ENV, None)
+        else:
+            os.environ[READER_ENV] = saved
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research_tool.eval.answers")
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     parser.add_argument("--work-dir", type=Path, default=Path("data/eval"))
-    parser.add_argument("--sets", default="squad,hotpotqa,howto,musique")
+    parser.add_argument("--sets", default="owndocs,squad,hotpotqa,howto,musique")
     parser.add_argument("--part", choices=("all", "fit", "test"), default="test")
     parser.add_argument("--limit", type=int, help="first N questions of the part (a quick subset while iterating)")
     parser.add_argument("--concurrency", type=int, default=4)
@@ -628,6 +730,11 @@ def main(argv: list[str] | None = None) -> int:
         help="RESEARCH_SEMANTIC_SEARCH on (the semantic extra): hybrid retrieval and the answer ranker's semantic "
         "weight set; use a --work-dir of its own (the index gets vectors)",
     )
+    parser.add_argument(
+        "--lexical-beside",
+        action="store_true",
+        help="with the answer reader here, ask every question again with it off and print those figures beside",
+    )
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
     captured: dict[str, list[dict[str, Any]]] | None = {} if args.capture else None
@@ -641,13 +748,14 @@ def main(argv: list[str] | None = None) -> int:
             args.concurrency,
             captured,
             args.semantic,
+            args.lexical_beside,
         )
     )
     if args.capture and captured is not None:
         args.capture.parent.mkdir(parents=True, exist_ok=True)
         args.capture.write_text(json.dumps(captured, ensure_ascii=False), encoding="utf-8")
     for result in results:
-        print(render(result["set"], result["part"], result["summary"]))
+        print(render(result["set"], result["part"], result["summary"], result.get("lexical_summary")))
         print()
         if args.show_misses:
             print(show_misses(result))

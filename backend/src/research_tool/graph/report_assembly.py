@@ -10,9 +10,12 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from research_tool.core import telemetry
 from research_tool.core.errors import BadInputError
 from research_tool.engines.base import NumberedSource, SynthesisDraft
 from research_tool.engines.text.entities import is_sentence_case_word, sentence_case_words
+from research_tool.engines.text.question_intent import classify_question, coverage
+from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Citation, Fact, utc_now_iso
 from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
 from research_tool.models.state import ResearchState
@@ -105,6 +108,31 @@ def build_findings(draft: SynthesisDraft, facts: dict[str, Fact]) -> list[Findin
     return findings
 
 
+# A finding that states less than this weighted share of the question's terms (its source's title counting half)
+# does not bear on the question: it goes after those that do, and carries no "verified" mark (issue 34).
+FINDING_MIN_COVERAGE = 0.25
+
+
+def bears_on_question(finding: Finding, intent_weights: dict[str, float], titles: dict[str, str]) -> bool:
+    context = frozenset().union(*(stem_set(titles.get(c, "")) for c in finding.citations))
+    return coverage(frozenset(stem_set(finding.statement)), context, intent_weights) >= FINDING_MIN_COVERAGE
+
+
+def question_first(findings: list[Finding], question: str, citations: list[Citation]) -> list[Finding]:
+    """The findings that bear on the question first (in their order), then the others, unverified."""
+    weights = classify_question(question).weights
+    if not weights:
+        return findings
+    titles = {c.id: c.title for c in citations}
+    on, off = [], []
+    for finding in findings:
+        if bears_on_question(finding, weights, titles):
+            on.append(finding)
+        else:
+            off.append(finding.model_copy(update={"verified": False}))
+    return on + off
+
+
 def build_entities(state: ResearchState, limit: int = 30) -> list[ReportEntity]:
     """The entities most sources name, without common words a sentence opened with ("Called", "Execute")."""
     common = sentence_case_words(f["statement"] for f in (state.get("facts") or {}).values())
@@ -148,10 +176,12 @@ def assemble_report(
         short_answer=draft.short_answer,
         answered=draft.answered,
         answer=draft.answer,
-        findings=build_findings(draft, facts),
+        findings=question_first(
+            build_findings(draft, facts), state.get("refined_query") or state["original_query"], citations
+        ),
         citations=citations,
         entities=build_entities(state),
         gaps=draft.gaps,
         saturation=saturation,
-        metadata=ReportMetadata(timestamp=utc_now_iso(), **metadata),
+        metadata=ReportMetadata(timestamp=utc_now_iso(), trace_id=telemetry.current_trace_id(), **metadata),
     )

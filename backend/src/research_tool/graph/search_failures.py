@@ -67,3 +67,14 @@ def failure_line(failures: list[ProviderFailure]) -> str:
         why = ", ".join(f"{REASON_WORDS.get(kind, kind.replace('_', ' '))} {n}" for kind, n in failure.reasons.items())
         parts.append(f"{failure.provider}: {failure.failed} of {failure.calls} searches failed ({why})")
     return "; ".join(parts)
+
+
+# Error types that mean the provider could not be reached at all (offline: every web provider)
+UNREACHABLE_ERRORS = frozenset({"dns", "timeout", "circuit_open", "server_error"})
+
+
+def unreachable_providers(calls: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Providers every search of which failed for want of a connection, in the order of their first call."""
+    return [
+        f.provider for f in provider_failures(calls) if f.failed == f.calls and set(f.reasons) <= UNREACHABLE_ERRORS
+    ]

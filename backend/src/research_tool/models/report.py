@@ -72,6 +72,7 @@ class ReportMetadata(Strict):
     facts_verified: int = 0
     quality: dict[str, Any] = Field(default_factory=dict)  # last cycle's evaluation scores
     budget: dict[str, Any] = Field(default_factory=dict)  # ledger: time, provider calls, tokens (used / limit)
+    trace_id: str | None = None  # the OpenTelemetry trace the report was written in (null while tracing is off)
 
 
 class Report(Strict):

@@ -59,6 +59,9 @@ class SessionRecord(BaseModel):
     clarify_answers: list[str] | None = None
     awaiting_since: str | None = None
     error: str | None = None
+    # OpenTelemetry (core/telemetry.py, runtime/session_trace.py): the caller's traceparent (`parent`) and the first
+    # run's root span (`first`), kept only while tracing is on
+    trace_context: dict[str, str] | None = None
     created_at: str
     updated_at: str
 

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from research_tool.core import telemetry
 from research_tool.core.errors import (
     CircuitOpenError,
     HostUnresolvedError,
@@ -117,7 +118,38 @@ class SearchGateway:
         filters: dict[str, Any] | None = None,
         domain: str | None = None,
     ) -> SearchOutcome:
-        """`deadline` is a time.monotonic() value the call (waits included) must not pass."""
+        """`deadline` is a time.monotonic() value the call (waits included) must not pass. With tracing on, the
+        call is a `provider.search` span (its retries and rate-limit waits are events on it)."""
+        if not telemetry.enabled():
+            return await self._search(provider, query, max_results, deadline, iteration, filters, domain)
+        attributes = {"research.provider": provider.name, "research.query.sha256": telemetry.text_digest(query)}
+        if telemetry.content_enabled():
+            attributes["research.query"] = query
+        with telemetry.span("provider.search", attributes, kind="client") as span:
+            outcome = await self._search(provider, query, max_results, deadline, iteration, filters, domain)
+            span.set_many(
+                {
+                    "research.provider.attempts": outcome.attempts,
+                    "research.provider.status": "ok" if outcome.failure is None else outcome.failure.error_type,
+                    "research.provider.latency_s": round(outcome.latency_s, 4),
+                    "research.provider.results": len(outcome.results),
+                    "research.provider.breaker": self.breaker(provider).state.value,
+                }
+            )
+            if outcome.failure is not None:
+                span.fail(f"{outcome.failure.error_type}: {outcome.failure.message}"[:300])
+        return outcome
+
+    async def _search(
+        self,
+        provider: SearchProvider,
+        query: str,
+        max_results: int,
+        deadline: float,
+        iteration: int,
+        filters: dict[str, Any] | None,
+        domain: str | None,
+    ) -> SearchOutcome:
         started = time.monotonic()
         attempts = 0
         try:

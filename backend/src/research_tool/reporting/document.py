@@ -16,7 +16,8 @@ from urllib.parse import quote, urlsplit
 from markdown_it import MarkdownIt
 
 from research_tool.models.entities import Citation
-from research_tool.models.report import Finding, Report, ReportMetadata
+from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
+from research_tool.models.stop_reasons import stop_label
 from research_tool.reporting.text import clean_text, one_line
 
 LINKABLE_SCHEMES = frozenset({"http", "https", "file"})
@@ -237,7 +238,16 @@ def short_answer_line(report: Report) -> tuple[str, str]:
     return "", ""
 
 
-def build_document(report: Report) -> ReportDocument:
+def header_line(report: Report) -> str:
+    """`domain technical · tier standard · privacy local only · completed: <why it stopped>`: the same words as
+    the page's and the CLI's (`models.stop_reasons`)."""
+    facts = [f"domain {report.domain}", f"tier {report.tier}", f"privacy {report.privacy_mode.replace('_', ' ')}"]
+    why = stop_label(report.stop_reason)
+    facts.append(f"{report.status}: {why}" if why else report.status)
+    return " · ".join(facts)
+
+
+def _intro(report: Report) -> list[Block]:
     intro: list[Block] = []
     label, short = short_answer_line(report)
     if label:
@@ -246,18 +256,50 @@ def build_document(report: Report) -> ReportDocument:
         intro.append(
             Paragraph(((Emph((Text("Researched as:"),)), Text(" " + one_line(report.refined_query))),), "meta")
         )
-    facts = [
-        f"domain {report.domain}",
-        f"tier {report.tier}",
-        f"privacy {report.privacy_mode}",
-        f"status {report.status}",
-    ]
-    if report.stop_reason:
-        facts.append(f"stopped: {one_line(report.stop_reason)}")
-    intro.append(Paragraph(((Text(" · ".join(facts)),),), "meta"))
+    intro.append(Paragraph(((Text(header_line(report)),),), "meta"))
+    return intro
 
-    answer = text_blocks(report.answer) or (Paragraph(((Emph((Text("No answer."),)),),)),)
-    sections = [Section("Answer", answer)]
+
+def _answer_blocks(report: Report) -> tuple[Block, ...]:
+    return text_blocks(report.answer) or (Paragraph(((Emph((Text("No answer."),)),),)),)
+
+
+SUMMARY_TITLE_CHARS = 72
+
+
+def build_summary_document(report: Report, more: str) -> ReportDocument:
+    """The terminal's compact view: the short answer, the header, the answer and the sources the answer cites
+    (one line each), then where the full report is (`more`). Everything else stays in the full report."""
+    cited = set(MARKER.findall(report.answer)) | set(MARKER.findall(report.short_answer or ""))
+    shown = [c for c in report.citations if c.id.strip("[]") in cited] or report.citations[:3]
+    entries = []
+    for citation in shown:
+        title = Text(one_line(citation.title)[:SUMMARY_TITLE_CHARS].rstrip())
+        where = (Text(" — "), Code(one_line(citation.location))) if citation.location else ()
+        entries.append(SourceEntry(citation.id, (Strong((title,)), *where)))
+    rest = len(report.citations) - len(shown)
+    parts = [f"{rest} more source{'s' if rest != 1 else ''}"] if rest > 0 else []
+    parts += [f"{len(report.findings)} findings"] if report.findings else []
+    parts += ["gaps"] if report.gaps else []
+    parts += ["entities"] if report.entities else []
+    held = f" ({', '.join(parts)})" if parts else ""
+    footer = Paragraph(((Emph((Text(f"Full report{held}: {more}"),)),),), "meta")
+    sections = [Section("Answer", _answer_blocks(report))]
+    if entries:
+        sections.append(Section("Sources", (SourceList(tuple(entries)), footer)))
+    else:
+        sections.append(Section("Sources", (footer,)))
+    return ReportDocument(
+        title=one_line(report.query),
+        intro=tuple(_intro(report)),
+        sections=tuple(sections),
+        citation_ids=frozenset(c.id for c in report.citations),
+    )
+
+
+def build_document(report: Report) -> ReportDocument:
+    intro = _intro(report)
+    sections = [Section("Answer", _answer_blocks(report))]
     if report.findings:
         sections.append(Section("Key findings", (_findings(report.findings),)))
     contradicted = [f for f in report.findings if f.contradictions]
@@ -269,10 +311,7 @@ def build_document(report: Report) -> ReportDocument:
         entries = tuple(SourceEntry(c.id, _citation(c)) for c in report.citations)
         sections.append(Section("Sources", (SourceList(entries),)))
     if report.entities:
-        items = tuple(
-            ListItem((Text(f"{one_line(e.name)} ({one_line(e.type)}; {e.mentions} mentions in {e.sources} sources)"),))
-            for e in report.entities[:MAX_ENTITIES]
-        )
+        items = tuple(ListItem((Text(entity_line(e)),)) for e in report.entities[:MAX_ENTITIES])
         sections.append(Section("Entities", (BulletList(items),)))
     if report.saturation:
         table = _saturation_table(report.saturation)
@@ -284,6 +323,22 @@ def build_document(report: Report) -> ReportDocument:
         intro=tuple(intro),
         sections=tuple(sections),
         citation_ids=frozenset(c.id for c in report.citations),
+    )
+
+
+def counted(n: int, word: str) -> str:
+    """`1 mention`, `2 mentions`."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def entity_line(entity: ReportEntity) -> str:
+    """`Frankfurt (place; 1 mention in 1 source)`; an untyped entity (`other`) shows no type."""
+    counts = f"{counted(entity.mentions, 'mention')} in {counted(entity.sources, 'source')}"
+    kind = one_line(entity.type)
+    return (
+        f"{one_line(entity.name)} ({kind}; {counts})"
+        if kind and kind != "other"
+        else f"{one_line(entity.name)} ({counts})"
     )
 
 

@@ -20,7 +20,7 @@ from typing import Literal, get_args
 from research_tool.core.errors import BadInputError
 from research_tool.models.report import Report
 from research_tool.reporting.bibtex import bib_escape, bib_keys, render_bib
-from research_tool.reporting.document import build_document, fallback_line
+from research_tool.reporting.document import build_document, build_summary_document, fallback_line
 from research_tool.reporting.html import render_document_html
 from research_tool.reporting.json_report import render_json
 from research_tool.reporting.markdown import render_document_markdown
@@ -39,6 +39,7 @@ __all__ = [
     "render_json",
     "render_markdown",
     "render_report",
+    "render_summary_markdown",
     "write_report",
 ]
 
@@ -55,6 +56,11 @@ def check_format(fmt: str) -> ExportFormat:
 
 def render_markdown(report: Report) -> str:
     return render_document_markdown(build_document(report))
+
+
+def render_summary_markdown(report: Report, more: str) -> str:
+    """The compact view a terminal shows after `run`: answer, short answer, the sources it cites, then `more`."""
+    return render_document_markdown(build_summary_document(report, more))
 
 
 def render_html(report: Report) -> str:

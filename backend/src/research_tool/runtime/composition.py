@@ -18,6 +18,7 @@ import httpx
 
 from research_tool.core.extras import require_llm_extra
 from research_tool.core.settings import Settings
+from research_tool.core.telemetry import open_tracing
 from research_tool.engines.base import ReasoningEngine
 from research_tool.engines.factory import check_engine_settings, create_engine
 from research_tool.graph.context import ResearchContext
@@ -80,6 +81,7 @@ async def open_research_services(
     under leases, and stops, answers and events of other processes reach it by LISTEN/NOTIFY.
     With RESEARCH_REDIS_URL, the providers' limits and breakers are shared with every process while open."""
     async with (
+        open_tracing(content=settings.trace_content),
         open_shared_limits(settings),
         _open_process_services(
             settings,

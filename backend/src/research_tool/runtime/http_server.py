@@ -46,6 +46,8 @@ from research_tool.core.settings import Settings, secret_value
 log = get_logger(__name__)
 
 APP_FACTORY = "research_tool.api.app:create_app"
+# On a loopback --host: the same app, and a page of this machine (a local chat UI) may call it cross-origin.
+LOOPBACK_APP_FACTORY = "research_tool.api.app:create_loopback_app"
 KEEP_ALIVE_S = 5
 DEFAULT_MAX_CONNECTIONS = 4096
 CLOSE_GOING_AWAY = 1001
@@ -317,7 +319,12 @@ def server_config(settings: Settings, host: str, port: int, **overrides: Any) ->
         "limit_concurrency": connection_limit(settings),
         **overrides,
     }
-    return uvicorn.Config(APP_FACTORY, **options)
+    return uvicorn.Config(app_factory(host), **options)
+
+
+def app_factory(host: str) -> str:
+    """The app to serve on `host`: local browser pages may call a loopback-only server (docs/langgraph.md)."""
+    return LOOPBACK_APP_FACTORY if is_loopback_host(host) else APP_FACTORY
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})

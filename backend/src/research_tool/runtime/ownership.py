@@ -38,6 +38,8 @@ except ImportError:  # pragma: no cover - Windows
     HAVE_FLOCK = False
 
 LOCK_FILE = "owner.lock"
+# `serve` writes the URL it listens on beside the lock, so a `run` locked out of the data dir can name it
+SERVER_URL_FILE = "server.url"
 # A reader's liveness probe holds the lock for a moment (shared): an owner starting just then tries again
 # for this long before it concludes that another process owns the data dir.
 CLAIM_PATIENCE_S = 1.0
@@ -71,12 +73,42 @@ def owner_pid(data_dir: Path) -> int | None:
     return int(text) if text.isdecimal() else None
 
 
+def serving_url(data_dir: Path) -> str | None:
+    """The URL the server owning `data_dir` wrote (`record_serving_url`): None when there is none, or when the
+    file is stale (another PID than the lock's owner: a server killed before it could remove it)."""
+    try:
+        text = (data_dir / SERVER_URL_FILE).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    pid, _, url = text.partition(" ")
+    if not pid.isdecimal() or int(pid) != owner_pid(data_dir):
+        return None
+    return url if url.startswith(("http://", "https://")) and len(url) < 300 and url.isprintable() else None
+
+
+def record_serving_url(data_dir: Path, url: str | None) -> None:
+    """Write (or, with None, remove) the URL of the server that owns `data_dir`, with its PID."""
+    path = data_dir / SERVER_URL_FILE
+    with suppress(OSError):
+        if url is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(f"{os.getpid()} {url}\n", encoding="utf-8")
+
+
 def in_use_error(data_dir: Path) -> DataDirInUseError:
+    """One line naming the owner and both ways out: another data dir, or the running server's own URL."""
     pid = owner_pid(data_dir)
     who = f"process {pid}" if pid is not None else "another process"
+    url = serving_url(data_dir) if owner_alive(data_dir) else None
+    if url is not None:
+        ways = f"ask that server at {url} (its page, or the API: docs/api.md), or use another data dir"
+        who = f"the server at {url} ({who})"
+    else:
+        ways = "stop it, or use another data dir"
     return DataDirInUseError(
-        f"data dir {data_dir} is in use by {who}: one process per SQLite data dir "
-        "(stop it first, or share Postgres via RESEARCH_DATABASE_URL)",
+        f"data dir {data_dir} is in use by {who}: one process per SQLite data dir; {ways} "
+        "(RESEARCH_DATA_DIR=another-dir research-tool ...), or share Postgres via RESEARCH_DATABASE_URL",
         owner_pid=pid,
     )
 

@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from research_tool.core import telemetry
 from research_tool.core.errors import ResearchToolError, ServerBusyError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.core.wording import plural
@@ -30,9 +31,11 @@ from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
 from research_tool.models.state import ResearchState, current_facts
+from research_tool.models.stop_reasons import stop_label
 from research_tool.runtime.admission import Admission
 from research_tool.runtime.heap_trim import HeapTrimmer
 from research_tool.runtime.janitor import StorageJanitor
+from research_tool.runtime.session_trace import initial_trace_context, root_span
 from research_tool.runtime.stores import EventLogProtocol, SessionStoreProtocol
 
 log = get_logger(__name__)
@@ -130,14 +133,18 @@ class SessionRunner:
 
     # --- starting and resuming ------------------------------------------------------------------
 
-    async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
+    async def create(
+        self, request: ResearchRequest, session_id: str | None = None, *, traceparent: str | None = None
+    ) -> SessionRecord:
         """Write a new queued session; ServerBusyError (nothing written) when the queue is full.
         Launch it before the next await so that its queue place stays taken (cluster mode: the queued rows
-        of the shared table are the queue, and `submit` hands the session to the workers)."""
+        of the shared table are the queue, and `submit` hands the session to the workers).
+        `traceparent`: the caller's trace context (tracing on), which the session's first trace is a child of."""
+        trace_context = initial_trace_context(traceparent)
         if self._leasing is not None:
-            return await self._create_queued(request, session_id)
+            return await self._create_queued(request, session_id, trace_context)
         with self.admission.reserve(running=self.running_count):
-            record = await self.store.create(request, session_id)
+            record = await self.store.create(request, session_id, trace_context)
             if session_id is None:  # a fresh id: no event can exist for it
                 self.events.begin(record.id)
             await self.events.append(
@@ -145,7 +152,9 @@ class SessionRunner:
             )
         return record
 
-    async def _create_queued(self, request: ResearchRequest, session_id: str | None) -> SessionRecord:
+    async def _create_queued(
+        self, request: ResearchRequest, session_id: str | None, trace_context: dict[str, str] | None
+    ) -> SessionRecord:
         queued = await self._leasing.queued_count() if self._leasing is not None else 0
         if queued >= self._max_queued:
             raise ServerBusyError(
@@ -153,7 +162,7 @@ class SessionRunner:
                 f"try again in {self.admission.retry_after_s()} s",
                 retry_after_s=self.admission.retry_after_s(),
             )
-        record = await self.store.create(request, session_id)
+        record = await self.store.create(request, session_id, trace_context)
         if session_id is None:
             self.events.begin(record.id)
         await self.events.append(
@@ -349,33 +358,38 @@ class SessionRunner:
         snapshot = await self.graph.aget_state(config)
         resuming = bool(snapshot.values)
         graph_input: Any = None if resuming else initial_state(record)
-        if record.status != "stopping":
-            await self.store.update(session_id, status="stopping" if record.stop_requested else "running")
-        verb = "resumed" if resuming else "started"
-        await self.events.append(
-            session_id,
-            "session_started",
-            None,
-            f"Research {verb}: \u201c{record.query[:200]}\u201d.",
-            {"resumed": resuming},
-        )
         engine = self._engine_factory(record.request)
-        try:
-            await engine.check()
-            ctx = self._context_factory(record, engine, live.stop)
-            await self._stream(session_id, graph_input, config, ctx, live)
-        except asyncio.CancelledError:
-            log.info("session_cancelled", session_id=session_id)
-            if session_id in self._live:  # not deleted: Ctrl-C or shutdown, resumable from its checkpoint
-                await self._mark_interrupted(session_id)
-            raise
-        except ResearchToolError as exc:
-            await self._fail(session_id, exc.message)
-        except Exception as exc:
-            log.exception("session_crashed", session_id=session_id)
-            await self._fail(session_id, f"{type(exc).__name__}: {exc}")
-        finally:
-            await engine.aclose()
+        root, row_fields = root_span(record, engine=engine.name, model=engine.model)
+        with root:
+            if record.status != "stopping":
+                row_fields["status"] = "stopping" if record.stop_requested else "running"
+            if row_fields:
+                await self.store.update(session_id, **row_fields)
+            verb = "resumed" if resuming else "started"
+            await self.events.append(
+                session_id,
+                "session_started",
+                None,
+                f"Research {verb}: \u201c{record.query[:200]}\u201d.",
+                {"resumed": resuming},
+            )
+            try:
+                await engine.check()
+                ctx = self._context_factory(record, engine, live.stop)
+                await self._stream(session_id, graph_input, config, ctx, live)
+            except asyncio.CancelledError:
+                log.info("session_cancelled", session_id=session_id)
+                if session_id in self._live:  # not deleted: Ctrl-C or shutdown, resumable from its checkpoint
+                    root.set("research.outcome", INTERRUPTED)
+                    await self._mark_interrupted(session_id)
+                raise
+            except ResearchToolError as exc:
+                await self._fail(session_id, exc.message)
+            except Exception as exc:
+                log.exception("session_crashed", session_id=session_id)
+                await self._fail(session_id, f"{type(exc).__name__}: {exc}")
+            finally:
+                await engine.aclose()
 
     async def _stream(
         self, session_id: str, graph_input: Any, config: RunnableConfig, ctx: ResearchContext, live: _Live
@@ -458,13 +472,16 @@ class SessionRunner:
             "session_completed",
             "export",
             f"Research complete: {plural(findings, 'finding')} citing {plural(citations, 'source')} "
-            f"(stop reason: {stop_reason}).",
+            f"({stop_label(stop_reason) or 'done'}).",
             {
                 "stop_reason": stop_reason,
                 "findings": findings,
                 "citations": citations,
                 "export_paths": values.get("export_paths", {}),
             },
+        )
+        telemetry.current().set_many(
+            {"research.outcome": "completed", "research.stop_reason": stop_reason, "research.findings": findings}
         )
         log.info("session_completed", session_id=session_id, stop_reason=stop_reason, findings=findings)
         await self.janitor.session_finished(session_id)
@@ -481,6 +498,9 @@ class SessionRunner:
     async def _fail(self, session_id: str, message: str) -> None:
         await self.store.update(session_id, status="failed", error=message)
         await self.events.append(session_id, "session_failed", None, f"Research failed: {message}", {"error": message})
+        root = telemetry.current()
+        root.set("research.outcome", "failed")
+        root.fail(message[:300])
         log.error("session_failed", session_id=session_id, error=message)
         await self.janitor.session_finished(session_id)
 

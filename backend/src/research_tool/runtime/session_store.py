@@ -39,12 +39,13 @@ def _record(row: aiosqlite.Row) -> SessionRecord:
         clarify_answers=json.loads(row["clarify_answers"]) if row["clarify_answers"] else None,
         awaiting_since=row["awaiting_since"],
         error=row["error"],
+        trace_context=json.loads(row["trace_context"]) if row["trace_context"] else None,
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
 
 
-JSON_COLUMNS = frozenset({"progress", "pending_questions", "clarify_answers"})
+JSON_COLUMNS = frozenset({"progress", "pending_questions", "clarify_answers", "trace_context"})
 
 
 def _updated(record: SessionRecord, encoded: dict[str, Any]) -> SessionRecord:
@@ -74,18 +75,27 @@ class SessionStore:
         self._generation = 0
         self._creates = GroupCommit(
             conn,
-            "INSERT INTO sessions (id, query, request, status, created_at, updated_at)"
-            " VALUES (?, ?, ?, 'queued', ?, ?)",
+            "INSERT INTO sessions (id, query, request, status, trace_context, created_at, updated_at)"
+            " VALUES (?, ?, ?, 'queued', ?, ?, ?)",
         )
 
-    async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
+    async def create(
+        self, request: ResearchRequest, session_id: str | None = None, trace_context: dict[str, str] | None = None
+    ) -> SessionRecord:
         now = utc_now_iso()
         sid = check_session_id(session_id) if session_id is not None else uuid.uuid4().hex
+        trace = json.dumps(trace_context) if trace_context else None
         # Starts arriving together are written in one transaction (runtime/group_commit.py): durable once done.
-        await self._creates.write((sid, request.query, request.model_dump_json(), now, now))
+        await self._creates.write((sid, request.query, request.model_dump_json(), trace, now, now))
         # The row is what was just written: cache it rather than read it back (a start is one trip to SQLite).
         record = SessionRecord(
-            id=sid, query=request.query, request=request, status="queued", created_at=now, updated_at=now
+            id=sid,
+            query=request.query,
+            request=request,
+            status="queued",
+            trace_context=trace_context or None,
+            created_at=now,
+            updated_at=now,
         )
         self._cache[sid] = record
         return _handed_out(record)

@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     clarify_answers TEXT,
     awaiting_since TEXT,
     error TEXT,
+    trace_context TEXT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
@@ -81,8 +82,21 @@ async def open_database(path: Path) -> aiosqlite.Connection:
     conn = await open_sqlite(path, autocommit=True)
     conn.row_factory = aiosqlite.Row
     await conn.executescript(SCHEMA)
+    await _add_missing_columns(conn)
     await conn.commit()
     return conn
+
+
+# Columns added to `sessions` after its first version: a data dir made before them gets them on open.
+ADDED_SESSION_COLUMNS = {"trace_context": "TEXT"}  # issue 36: the session's OpenTelemetry trace context
+
+
+async def _add_missing_columns(conn: aiosqlite.Connection) -> None:
+    async with conn.execute("PRAGMA table_info(sessions)") as cur:
+        present = {str(row[1]) for row in await cur.fetchall()}
+    for name, kind in ADDED_SESSION_COLUMNS.items():
+        if name not in present:
+            await conn.execute(f"ALTER TABLE sessions ADD COLUMN {name} {kind}")
 
 
 async def _pragma_int(conn: aiosqlite.Connection, name: str) -> int:

@@ -61,11 +61,13 @@ class HistoryRequest(Body):
     before: Any = None
     metadata: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
+    select: list[str] | None = None  # the JS SDK (1.15) may send it; the whole state is returned
 
 
 class CheckpointRequest(Body):
     checkpoint: dict[str, Any] = Field(default_factory=dict)
     subgraphs: bool = False
+    select: list[str] | None = None
 
 
 class AssistantSearch(Body):
@@ -151,15 +153,43 @@ def run_options(run: RunCreate) -> dict[str, Any]:
     LangGraph clients put their own keys, thread_id and checkpoint_ns among them, into configurable)."""
     options: dict[str, Any] = {}
     configurable = (run.config or {}).get("configurable") or {}
-    for source in (configurable, run.context or {}):
+    in_input = (run.input or {}).get("context") or {}
+    for source in (configurable, run.context or {}, in_input):
         if isinstance(source, dict):
             options.update({k: v for k, v in source.items() if k in REQUEST_FIELDS and k != "query"})
     return options
 
 
-def research_request(run: RunCreate) -> ResearchRequest:
-    """The ResearchRequest of a run that starts research; a 422 when it names no question."""
+def run_input(run: RunCreate) -> dict[str, Any]:
+    """The run's input without the `context` a chat UI may put there (Agent Chat UI does; read as options)."""
     given = dict(run.input or {})
+    given.pop("context", None)
+    return given
+
+
+def is_regenerate(run: RunCreate) -> bool:
+    """A run with no input and no command: chat UIs' regenerate (re-run the thread's question)."""
+    return run.command is None and not run_input(run)
+
+
+def chat_reply(run: RunCreate) -> str | None:
+    """The last user message of a run whose input is chat `messages` only (no `query`): on a thread awaiting
+    clarification it answers the questions, as LangGraph's server takes such a run as the resume."""
+    given = run_input(run)
+    if run.command is not None or "messages" not in given or given.get("query"):
+        return None
+    return last_user_message(given["messages"])
+
+
+def research_request(
+    run: RunCreate, earlier: ResearchRequest | None = None, defaults: dict[str, Any] | None = None
+) -> ResearchRequest:
+    """The ResearchRequest of a run that starts research; a 422 when it names no question. `earlier` is the
+    thread's last request: a run with no input (regenerate) asks it again, with the run's options on top.
+    `defaults`: options the assistant's config sets, under the run's own."""
+    given = run_input(run)
+    if not given and earlier is not None:
+        return validated_request({**earlier.model_dump(mode="json", exclude_none=True), **run_options(run)})
     messages = given.pop("messages", None)
     unknown = sorted(k for k in given if k not in REQUEST_FIELDS and k not in OUTPUT_KEYS)
     if unknown:
@@ -167,13 +197,17 @@ def research_request(run: RunCreate) -> ResearchRequest:
             f"unknown input field(s): {', '.join(unknown)}; give the fields of POST /api/research/start "
             "or chat `messages`"
         )
-    fields = {**run_options(run), **{k: v for k, v in given.items() if k in REQUEST_FIELDS}}
+    fields = {**(defaults or {}), **run_options(run), **{k: v for k, v in given.items() if k in REQUEST_FIELDS}}
     if "query" not in fields and messages is not None:
         query = last_user_message(messages)
         if query is not None:
             fields["query"] = query
     if not fields.get("query"):
         raise unprocessable("the run's input names no question: give `query` or a user message in `messages`")
+    return validated_request(fields)
+
+
+def validated_request(fields: dict[str, Any]) -> ResearchRequest:
     try:
         return ResearchRequest.model_validate(fields)
     except ValidationError as exc:
@@ -182,9 +216,29 @@ def research_request(run: RunCreate) -> ResearchRequest:
         raise unprocessable(f"invalid input {where}: {first.get('msg', 'invalid value')}") from None
 
 
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def decision_answers(decision: Any) -> list[str]:
+    """The answers in one human-in-the-loop decision of a chat UI's form: `edit` carries them as the
+    edited action's args (one per question), `reject` as its message; `approve` answers nothing."""
+    if not isinstance(decision, dict):
+        return []
+    if decision.get("type") == "edit":
+        action = decision.get("edited_action") or {}
+        args = action.get("args") if isinstance(action, dict) else None
+        values = args.values() if isinstance(args, dict) else []
+        return [str(v).strip() for v in values if isinstance(v, str | int | float) and str(v).strip()]
+    if decision.get("type") == "reject":
+        return resume_answers(decision.get("message"))
+    return []
+
+
 def resume_answers(resume: Any) -> list[str]:
-    """The clarification answers of `command.resume`: a string, a list of strings, {"answers": [...]}, or a
-    map from interrupt id to any of those (what Command(resume={id: value}) sends)."""
+    """The clarification answers of `command.resume`: a string, a list of strings, {"answers": [...]}, a
+    chat UI form's {"decisions": [...]}, or a map from interrupt id to any of those (what
+    Command(resume={id: value}) sends)."""
     if isinstance(resume, str):
         return [resume] if resume.strip() else []
     if isinstance(resume, list):
@@ -192,5 +246,7 @@ def resume_answers(resume: Any) -> list[str]:
     if isinstance(resume, dict):
         if "answers" in resume:
             return resume_answers(resume["answers"])
+        if "decisions" in resume:
+            return [a for decision in as_list(resume["decisions"]) for a in decision_answers(decision)]
         return [a for value in resume.values() for a in resume_answers(value)]
     return []

@@ -29,8 +29,9 @@ from research_tool.api.langgraph.bodies import (
 )
 from research_tool.api.langgraph.schemas import graph_json, graph_schemas
 from research_tool.api.langgraph.service import LangGraphProtocol
-from research_tool.api.langgraph.shapes import assistant, is_assistant, run_json
+from research_tool.api.langgraph.shapes import assistant, assistants, is_assistant, run_json
 from research_tool.api.langgraph.streaming import RunStream
+from research_tool.api.trace_context import CallerTrace
 
 langgraph = APIRouter(tags=["langgraph"], dependencies=[Depends(require_token)], include_in_schema=False)
 
@@ -80,12 +81,15 @@ def known_assistant(assistant_id: str) -> None:
 
 @langgraph.post("/assistants/search")
 async def search_assistants(body: AssistantSearch) -> list[dict[str, Any]]:
-    shown = assistant()
-    if body.graph_id not in (None, GRAPH_ID) or body.name not in (None, GRAPH_ID) or body.offset > 0:
+    if body.graph_id not in (None, GRAPH_ID):
         return []
-    if body.metadata and any(shown["metadata"].get(k) != v for k, v in body.metadata.items()):
-        return []
-    return [shown]
+    found = [
+        shown
+        for shown in assistants()
+        if body.name in (None, shown["name"])
+        and not (body.metadata and any(shown["metadata"].get(k) != v for k, v in body.metadata.items()))
+    ]
+    return found[body.offset : body.offset + body.limit]
 
 
 @langgraph.post("/assistants/count")
@@ -96,7 +100,7 @@ async def count_assistants(body: AssistantSearch) -> int:
 @langgraph.get("/assistants/{assistant_id}")
 async def get_assistant(assistant_id: str) -> dict[str, Any]:
     known_assistant(assistant_id)
-    return assistant()
+    return assistant(assistant_id)
 
 
 @langgraph.get("/assistants/{assistant_id}/graph")
@@ -211,8 +215,10 @@ async def stateless_cleanup(protocol: LangGraphProtocol, body: RunCreate, thread
 
 
 @langgraph.post("/threads/{thread_id}/runs")
-async def create_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -> JSONResponse:
-    run = await protocol.create_run(thread_id, body)
+async def create_run(
+    thread_id: ThreadId, body: RunCreate, protocol: Protocol, traceparent: CallerTrace
+) -> JSONResponse:
+    run = await protocol.create_run(thread_id, body, traceparent)
     shown, _ = await protocol.get_run(thread_id, run.run_id)
     return JSONResponse(
         run_json(shown, shown.status), headers={"Content-Location": run_location(thread_id, run.run_id)}
@@ -220,14 +226,16 @@ async def create_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -
 
 
 @langgraph.post("/threads/{thread_id}/runs/stream")
-async def stream_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -> StreamingResponse:
-    run = await protocol.create_run(thread_id, body)
+async def stream_run(
+    thread_id: ThreadId, body: RunCreate, protocol: Protocol, traceparent: CallerTrace
+) -> StreamingResponse:
+    run = await protocol.create_run(thread_id, body, traceparent)
     return stream_response(protocol, thread_id, run.run_id, body.modes(), None)
 
 
 @langgraph.post("/runs/stream")
-async def stream_stateless_run(body: RunCreate, protocol: Protocol) -> StreamingResponse:
-    run = await protocol.create_run(None, body)
+async def stream_stateless_run(body: RunCreate, protocol: Protocol, traceparent: CallerTrace) -> StreamingResponse:
+    run = await protocol.create_run(None, body, traceparent)
     response = stream_response(protocol, run.thread_id, run.run_id, body.modes(), None)
     frames = response.body_iterator
 
@@ -248,14 +256,14 @@ async def wait_response(protocol: LangGraphProtocol, thread_id: str, run_id: str
 
 
 @langgraph.post("/threads/{thread_id}/runs/wait")
-async def wait_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol) -> JSONResponse:
-    run = await protocol.create_run(thread_id, body)
+async def wait_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol, traceparent: CallerTrace) -> JSONResponse:
+    run = await protocol.create_run(thread_id, body, traceparent)
     return await wait_response(protocol, thread_id, run.run_id)
 
 
 @langgraph.post("/runs/wait")
-async def wait_stateless_run(body: RunCreate, protocol: Protocol) -> JSONResponse:
-    run = await protocol.create_run(None, body)
+async def wait_stateless_run(body: RunCreate, protocol: Protocol, traceparent: CallerTrace) -> JSONResponse:
+    run = await protocol.create_run(None, body, traceparent)
     response = await wait_response(protocol, run.thread_id, run.run_id)
     await stateless_cleanup(protocol, body, run.thread_id, run.run_id)
     return response

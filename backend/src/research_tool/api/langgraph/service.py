@@ -19,8 +19,18 @@ from langchain_core.runnables import RunnableConfig
 
 from research_tool.api.errors import ApiError
 from research_tool.api.event_stream import session_events
-from research_tool.api.langgraph.bodies import GRAPH_ID, RunCreate, research_request, resume_answers
+from research_tool.api.langgraph.bodies import (
+    GRAPH_ID,
+    RunCreate,
+    chat_reply,
+    is_regenerate,
+    research_request,
+    resume_answers,
+)
 from research_tool.api.langgraph.shapes import (
+    ASSISTANT_ID,
+    assistant_id_of,
+    assistant_options,
     checkpoint_ref,
     interrupt_json,
     is_assistant,
@@ -32,9 +42,11 @@ from research_tool.core.errors import SessionNotFoundError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.events import Event
+from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import SessionRecord, check_session_id
 from research_tool.runtime.composition import ResearchServices
 from research_tool.runtime.langgraph_threads import RunRow, ThreadRow, ThreadRuns, open_thread_runs
+from research_tool.runtime.runner import progress_of
 
 log = get_logger(__name__)
 
@@ -49,6 +61,26 @@ def not_found(what: str) -> ApiError:
 
 def thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
+
+
+def metadata_matches(shown: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether a thread's metadata has every wanted key and value. `graph_id` may also name the assistant that
+    ran the thread (`research-clarify`): Agent Chat UI searches by `graph_id` when its Assistant ID is a name."""
+    for key, value in wanted.items():
+        if shown.get(key) == value:
+            continue
+        named = assistant_id_of(value) if key == "graph_id" and isinstance(value, str) else None
+        if named is None or named == ASSISTANT_ID or shown.get("assistant_id") != named:
+            return False
+    return True
+
+
+def record_at(record: SessionRecord, values: dict[str, Any]) -> SessionRecord:
+    """The session as it stood at an earlier checkpoint (no report yet): running, with that checkpoint's
+    progress, so a thread's history shows the progress line each state had."""
+    return record.model_copy(
+        update={"status": "running", "progress": progress_of(values), "pending_questions": [], "stop_reason": None}
+    )
 
 
 class LangGraphProtocol:
@@ -165,7 +197,7 @@ class LangGraphProtocol:
             if ids is not None and tid not in ids:
                 continue
             shown = thread_json(tid, row, record, values={}, interrupts={}, pending_runs=False)
-            if metadata and any(shown["metadata"].get(k) != v for k, v in metadata.items()):
+            if metadata and not metadata_matches(shown["metadata"], metadata):
                 continue
             if status is not None and shown["status"] != status:
                 continue
@@ -232,10 +264,15 @@ class LangGraphProtocol:
         _, record = await self.thread(thread_id)
         if record is None:
             return []
-        states = []
+        states: list[dict[str, Any]] = []
+        head_values, head_interrupts, _ = await self.state_values(thread_id, record)
         async for snapshot in self.services.runner.graph.aget_state_history(thread_config(thread_id), limit=limit):
-            values = output_values(record, dict(snapshot.values or {}))
-            states.append(self.state_json(thread_id, values, [], snapshot))
+            if not states:  # the head: what /state shows, its pending interrupt included
+                states.append(self.state_json(thread_id, head_values, head_interrupts, snapshot))
+                continue
+            values = dict(snapshot.values or {})
+            at = record if values.get("final_report") else record_at(record, values)
+            states.append(self.state_json(thread_id, output_values(at, values), [], snapshot))
         return states
 
     # --- runs -----------------------------------------------------------------------------------
@@ -279,7 +316,9 @@ class LangGraphProtocol:
                 return run, record
         raise not_found(f"unknown run id {run_id} on thread {thread_id}")
 
-    async def create_run(self, thread_id: str | None, body: RunCreate) -> RunRow:
+    async def create_run(self, thread_id: str | None, body: RunCreate, traceparent: str | None = None) -> RunRow:
+        """`traceparent`: the caller's trace context; the run's session is a child of it (an enqueued run that
+        starts later, after the thread's current one, is not)."""
         if not is_assistant(body.assistant_id):
             raise not_found(f"unknown assistant: {body.assistant_id}; this server serves the graph '{GRAPH_ID}'")
         if body.multitask_strategy not in ("reject", "enqueue"):
@@ -298,6 +337,8 @@ class LangGraphProtocol:
                 await self.runs.put_thread(thread_id, {})
             runs, record = await self.settled_runs(thread_id)
             resume = body.command.resume if body.command is not None else None
+            if resume is None and record is not None and record.status == "awaiting_clarification":
+                resume = chat_reply(body)  # a chat message on a thread awaiting answers is the answer
             run = RunRow(
                 run_id=str(uuid.uuid4()),
                 thread_id=thread_id,
@@ -317,7 +358,8 @@ class LangGraphProtocol:
                 await self.services.runner.provide_answers(thread_id, resume_answers(resume))
                 await self.runs.add_run(run)
                 return run
-            request = research_request(body)
+            earlier = await self.earlier_request(thread_id, record) if is_regenerate(body) else None
+            request = research_request(body, earlier, assistant_options(body.assistant_id))
             check_corpus_dirs(request, self.services.settings)
             self.services.validate(request)
             busy = any(r.status in ("pending", "running") for r in runs) or (record is not None and not record.finished)
@@ -327,15 +369,37 @@ class LangGraphProtocol:
                 run.status = "pending"
                 await self.runs.add_run(run)
                 return run
-            await self.start_session(thread_id, request, record is not None)
+            await self.start_session(thread_id, request, record is not None, traceparent)
             await self.runs.add_run(run)
+            await self.note_assistant(thread_id, body.assistant_id)
             return run
 
-    async def start_session(self, thread_id: str, request: Any, replace: bool) -> None:
+    async def earlier_request(self, thread_id: str, record: SessionRecord | None) -> ResearchRequest | None:
+        """What a run with no input (a chat UI's regenerate) asks again: the thread's last question, as its
+        clarification refined it when it was asked one, without asking again."""
+        if record is None:
+            return None
+        query = record.request.query
+        if record.request.clarify:
+            snapshot = await self.services.runner.graph.aget_state(thread_config(thread_id))
+            query = str((snapshot.values or {}).get("refined_query") or query)
+        return record.request.model_copy(update={"query": query, "clarify": False})
+
+    async def note_assistant(self, thread_id: str, assistant_id: str) -> None:
+        """Remember on the thread which assistant ran it (chat UIs list threads by `assistant_id`)."""
+        aid = assistant_id_of(assistant_id)
+        row = await self.runs.get_thread(thread_id)
+        if aid is None or row is None or row.metadata.get("assistant_id") == aid:
+            return
+        if aid == ASSISTANT_ID and "assistant_id" not in row.metadata:
+            return  # the default assistant is what a thread without the key shows anyway
+        await self.runs.put_thread(thread_id, {**row.metadata, "assistant_id": aid}, started=row.started)
+
+    async def start_session(self, thread_id: str, request: Any, replace: bool, traceparent: str | None = None) -> None:
         """A new research round on the thread: a finished session of an earlier run makes way for it."""
         if replace:
             await self.services.runner.delete(thread_id)
-        await self.services.runner.create(request, thread_id)
+        await self.services.runner.create(request, thread_id, traceparent=traceparent)
         self.services.runner.submit(thread_id)
         await self.runs.mark_started(thread_id)
 

@@ -1,6 +1,7 @@
 """A run's stream in LangGraph's SSE framing (`event:`/`data:`/`id:` lines), read from the session's event log.
 
-Stream modes: `values` (the question at the start, the progress after each node, the report at the end),
+Stream modes: `values` (the full state in every part: the question and, as the AI message, a progress line at
+each phase until the answer replaces it),
 `updates` (one per node as it completes; `__interrupt__` when a clarifying question pauses the run),
 `custom` (every progress event as is: phase, sources found, saturation...), `messages-tuple` (the answer as
 one AI message with its sources, at the end: the research graph streams no model tokens) and `debug` (every
@@ -14,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from research_tool.api.langgraph.service import LangGraphProtocol
-from research_tool.api.langgraph.shapes import answer_message, message, output_values
+from research_tool.api.langgraph.shapes import interrupt_json, output_values
 from research_tool.models.events import Event
 
 HEARTBEAT = b": heartbeat\n\n"
@@ -49,15 +50,17 @@ class RunStream:
         record = await self.protocol.record(self.thread_id)
         if "values" not in self.modes or record is None:
             return []
-        return [
-            (
-                "values",
-                {
-                    "query": record.request.query,
-                    "messages": [message("human", record.request.query, f"{record.id}-question")],
-                },
-            )
-        ]
+        return [("values", output_values(record, {}))]
+
+    async def progress_values(self, phase: str | None) -> list[Part]:
+        """The full state while the session runs: the question, and the progress line as the AI message. One
+        part at every phase event whatever the session's state now, so a replay has the same part ids."""
+        if "values" not in self.modes:
+            return []
+        record = await self.protocol.record(self.thread_id)
+        if record is None:
+            return []
+        return [("values", output_values(record, {}, phase))]
 
     async def parts_of(self, event: Event) -> list[Part]:
         modes = self.modes
@@ -76,25 +79,19 @@ class RunStream:
                     },
                 )
             )
-        if event.type == "phase_completed" and event.phase:
+        if event.type == "phase_started" and event.phase:
+            parts.extend(await self.progress_values(event.phase))
+        elif event.type == "phase_completed" and event.phase:
             if "updates" in modes:
                 parts.append(("updates", {event.phase: {"phase": event.phase, "message": event.message, **event.data}}))
-            if "values" in modes:
-                record = await self.protocol.record(self.thread_id)
-                if record is not None:
-                    parts.append(
-                        (
-                            "values",
-                            {"query": record.request.query, "status": record.status, "progress": record.progress},
-                        )
-                    )
+            parts.extend(await self.progress_values(event.phase))
         elif event.type == "clarification_requested":
             _, interrupts, _ = await self.protocol.state_values(
                 self.thread_id, await self.protocol.record(self.thread_id)
             )
             if not interrupts:
                 interrupts = [
-                    {"value": {"questions": event.data.get("questions", [])}, "id": f"{self.thread_id}-{event.seq}"}
+                    interrupt_json({"questions": event.data.get("questions", [])}, f"{self.thread_id}-{event.seq}")
                 ]
             if "updates" in modes:
                 parts.append(("updates", {"__interrupt__": interrupts}))
@@ -139,4 +136,4 @@ class RunStream:
                 yield frame(mode, data, f"{event.seq}-{index}")
 
 
-__all__ = ["RunStream", "answer_message", "frame", "parse_last_event_id"]
+__all__ = ["RunStream", "frame", "parse_last_event_id"]

@@ -20,6 +20,7 @@ from research_tool.api.auth import require_token
 from research_tool.api.errors import ApiError
 from research_tool.api.event_stream import session_events
 from research_tool.api.metrics import METRICS_CONTENT_TYPE, ApiMetrics
+from research_tool.api.trace_context import CallerTrace
 from research_tool.core.errors import BadInputError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
@@ -95,10 +96,13 @@ def check_corpus_dirs(request: ResearchRequest, settings: Settings) -> None:
             )
 
 
-async def create_session(services: ResearchServices, request: ResearchRequest) -> SessionRecord:
+async def create_session(
+    services: ResearchServices, request: ResearchRequest, traceparent: str | None = None
+) -> SessionRecord:
+    """`traceparent`: the caller's trace context (api/trace_context.py); the session's trace is a child of it."""
     check_corpus_dirs(request, services.settings)
     services.validate(request)
-    record = await services.runner.create(request)
+    record = await services.runner.create(request, traceparent=traceparent)
     # The runner's task (or, in cluster mode, a worker's) runs it: it outlives this request and a lost client.
     services.runner.submit(record.id)
     return record
@@ -108,9 +112,9 @@ async def create_session(services: ResearchServices, request: ResearchRequest) -
 
 
 @research.post("/start", status_code=202, response_model=SessionAccepted, responses=_errors(400, 503))
-async def start_research(body: ResearchRequest, request: Request) -> Response:
+async def start_research(body: ResearchRequest, request: Request, traceparent: CallerTrace) -> Response:
     """Start a research session; it runs in the background (queued while the server is at its limit)."""
-    record = await create_session(services_of(request), body)
+    record = await create_session(services_of(request), body, traceparent)
     # The answer is built here and sent as is (a Response skips FastAPI's second validation and dump of the
     # model): a thousand starts at once each cost the event loop as little as they can.
     accepted = SessionAccepted(session_id=record.id, status=record.status)
@@ -222,13 +226,13 @@ def render(report: dict[str, Any], fmt: str) -> Response:
 
 
 @protected.post("/run", responses={**_errors(400, 500, 503, 504), 200: {"model": Report}})
-async def run_research(body: ResearchRequest, request: Request) -> JSONResponse:
+async def run_research(body: ResearchRequest, request: Request, traceparent: CallerTrace) -> JSONResponse:
     """Seed-compatible synchronous call: run a session and return its report JSON. It never pauses for
     clarification; after RESEARCH_RUN_TIMEOUT_S it is stopped and reports what it found."""
     services = services_of(request)
     timeout = services.settings.run_timeout_s
     body = body.model_copy(update={"clarify": False, "max_execution_time_s": body.max_execution_time_s or timeout})
-    session_id = (await create_session(services, body)).id
+    session_id = (await create_session(services, body, traceparent)).id
     task = services.runner.until_finished(session_id)
     if not await _finished_within(task, timeout):
         with contextlib.suppress(SessionStateError):  # finished in the meantime

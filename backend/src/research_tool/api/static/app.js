@@ -3,7 +3,7 @@
 
 import { api, ApiError, followSession, onTokenNeeded } from "./api.js";
 import { clear, el, formatTime, percent, show } from "./dom.js";
-import { renderReport } from "./report.js";
+import { renderReport, stopLabel } from "./report.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE_SIZE = 20;
@@ -324,7 +324,8 @@ function meter(value) {
 
 function addSaturation(data) {
   show($("saturation-empty"), false);
-  const decision = data.decision === "stop" ? `stop${data.stop_reason ? `: ${String(data.stop_reason).replaceAll("_", " ")}` : ""}` : data.decision || "";
+  // the words of the report's header and the CLI (report.js STOP_LABELS)
+  const decision = data.decision === "stop" ? `stop${data.stop_reason ? `: ${stopLabel(data.stop_reason)}` : ""}` : data.decision || "";
   $("saturation-rows").append(
     el("tr", { dataset: { cycle: data.iteration } },
       el("td", {}, String(data.iteration ?? "")),

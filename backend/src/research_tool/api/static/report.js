@@ -6,6 +6,25 @@ import { el, externalLink, formatTime, percent, plural } from "./dom.js";
 import { inlineMarkdown } from "./markdown.js";
 
 const CITATION = /\[(\d+)\]/g;
+// Why a session stopped, in the words of the CLI and the md/html header (models/stop_reasons.py; a test keeps
+// the two tables equal).
+export const STOP_LABELS = {
+  sufficient: "the question's required information was found",
+  fact_saturation: "saturated: the last cycle added almost no new facts",
+  entity_saturation: "saturated: the last cycle added almost no new entities",
+  source_coverage: "saturated: no unexplored query was left",
+  citation_circularity: "saturated: searches kept returning sources already read",
+  max_iterations: "the tier's research cycles were all run",
+  max_execution_time: "the time limit was reached",
+  provider_call_budget: "the provider-call budget was spent",
+  token_budget: "the token budget was spent",
+  user_requested: "stopped at the user's request",
+  all_providers_failed: "every search provider failed",
+};
+
+export function stopLabel(reason) {
+  return STOP_LABELS[reason] || String(reason).replaceAll("_", " ");
+}
 export const EXPORT_FORMATS = ["md", "json", "html", "bib"];
 
 // Text with [n] markers turned into links to #source-n (only for sources the report lists).
@@ -107,11 +126,17 @@ export function renderReport(container, report, { onExport }) {
   }
   parts.push(el("div", { class: "answer", id: "answer" }, answerBlocks(report.answer || "", known)));
   if (report.stop_reason) {
-    parts.push(el("p", { class: "muted small" }, `Stopped: ${String(report.stop_reason).replaceAll("_", " ")}`));
+    parts.push(el("p", { class: "muted small", id: "stopped" }, `${report.status || "completed"}: ${stopLabel(report.stop_reason)}`));
   }
   // which providers failed and why, once (text only: it quotes provider error messages' types, never markup)
+  // When other providers answered (offline: the local folders), the failed ones are a plain, muted line, as
+  // the answer's own note says it; when nothing answered, a warning.
   if (metadata.degraded_mode && metadata.degraded_reason) {
-    parts.push(el("p", { class: "small degraded", id: "degraded" }, `Degraded: ${String(metadata.degraded_reason)}`));
+    const failed = new Set((metadata.provider_failures || []).filter((f) => f.failed === f.calls).map((f) => f.provider));
+    const answered = citations.some((c) => c.provider && !failed.has(c.provider));
+    parts.push(answered
+      ? el("p", { class: "muted small", id: "degraded" }, `Searches that failed: ${String(metadata.degraded_reason)}`)
+      : el("p", { class: "small degraded", id: "degraded" }, `Degraded: ${String(metadata.degraded_reason)}`));
   }
 
   parts.push(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from research_tool.engines.base import NumberedSource
@@ -44,13 +44,19 @@ from research_tool.engines.text.ranker import (
     matched,
     semantic_features,
 )
+from research_tool.engines.text.reader_mix import ReaderMix, load_mix
 from research_tool.engines.text.short_answers import AskedFor, best_span, load_span_model
+from research_tool.engines.text.slots import required_slots
 from research_tool.engines.text.tokens import stem_set
-from research_tool.engines.text.verdicts import choice, yes_no
+from research_tool.engines.text.verdicts import choice, is_comparison, polarity_verdict, yes_no
 from research_tool.models.entities import normalize_key
 
 MAX_TYPED_CANDIDATES = 40
 MAX_ANSWER_SENTENCES = 4
+
+# The answer reader (`providers/local_corpus/reader.py`): question, [(sentence, context)] -> the probability each
+# sentence answers the question; an empty list when it cannot run (the lexical ranker decides alone).
+AnswerReader = Callable[[str, Sequence[tuple[str, str]]], Sequence[float]]
 
 
 # --- scoring --------------------------------------------------------------------------------------------
@@ -199,6 +205,7 @@ def select_answer(
     model: Model | None = None,
     rules: frozenset[str] = RULES,
     similarity: SentenceSimilarity | None = None,
+    reader: AnswerReader | None = None,
 ) -> AnswerSelection:
     """The ranker's best sentence leads when its confidence clears the fitted threshold; `rules` names the
     special cases kept beside it (each measured with and without in docs/answer-selection.md). `similarity`
@@ -210,6 +217,9 @@ def select_answer(
     pool = rank_candidates(intent, docs, model, similarity)
     if not pool and not any(d.signature for d in docs):
         return AnswerSelection([], None, False)
+    mix = read_candidates(intent, pool, reader) if reader is not None and reads_alone(intent, pool) else None
+    if mix is not None and intent.answer_type == "yes_no" and "yes_no" in rules and not is_comparison(intent, docs):
+        return read_yes_no(intent, pool, mix)
     if intent.answer_type == "yes_no" and "yes_no" in rules:
         verdict = yes_no(intent, docs, pool)
         if verdict is None:
@@ -230,7 +240,8 @@ def select_answer(
     if not ranked:
         return AnswerSelection([], None, False)
     lead = ranked[0]
-    if lead.confidence < model.answered_at or not _states_the_compared(intent, lead):
+    unlikely = lead.reading < mix.answered_at if mix is not None else lead.confidence < model.answered_at
+    if unlikely or not _states_the_compared(intent, lead):
         closest = list({c.statement: c for c in reversed(ranked[:4])}.values())[::-1][:2]  # one of each
         return AnswerSelection([], None, False, closest=closest)
     hop = _second_hop(lead, pool, {d.n: d.title_key for d in docs}) if "second_hop" in rules else None
@@ -246,7 +257,8 @@ def select_answer(
         if c in chosen:
             continue
         chosen.append(c)
-    found = best_span(asked_for(intent), lead.statement, lead.share, lead.confidence)
+    share = lead.lexical_share if mix is not None else lead.share  # the span gate was fitted on lexical shares
+    found = best_span(asked_for(intent), lead.statement, share, lead.confidence)
     span = found.text if found is not None else None
     precise = found is not None and found.probability >= load_span_model().threshold
     return AnswerSelection(chosen, span if "short_answer" in rules and precise else None, True, span=span)
@@ -305,3 +317,53 @@ def _with_support(lead: Candidate) -> list[Candidate]:
     if lead.link is not None and lead.features.get("link", 0.0) > 0 and lead.coverage < lead.link.coverage:
         chosen.append(lead.link)
     return chosen
+
+
+# --- the reader -----------------------------------------------------------------------------------------
+
+
+READ_BRIDGE_TOP = 3  # a bridge among the lexical ranker's best three: the answer needs a second page
+
+
+def reads_alone(intent: QuestionIntent, pool: Sequence[Candidate]) -> bool:
+    """Whether one sentence with its context can answer: the reader reads one at a time, so it leaves alone a
+    how-to question (led by an API's call signature) and a question that links pages (a bridge clause in the
+    question, or a bridge, a sentence naming another page of the pool, among the lexical ranker's best three)."""
+    if intent.answer_type == "howto" or any(s.name.startswith("bridge:") for s in required_slots(intent.text)):
+        return False
+    best = sorted(pool, key=lambda c: (-c.score, c.n, c.index))[:READ_BRIDGE_TOP]
+    return not any(c.bridge for c in best)
+
+
+def read_candidates(intent: QuestionIntent, pool: list[Candidate], reader: AnswerReader) -> ReaderMix | None:
+    """The reader reads the lexical ranker's best `mix.read_top` candidates; each read one's score becomes the
+    fitted mix of its reader logit and its lexical score (`reader_mix.json`), ahead of every unread one, and the
+    shares are taken anew over the read ones. None (nothing changed) when the reader gave no probabilities."""
+    mix = load_mix()
+    read = sorted(pool, key=lambda c: (-c.score, c.n, c.index))[: mix.read_top]
+    probabilities = list(reader(intent.text, [(c.statement, c.reader_context) for c in read])) if read else []
+    if len(probabilities) != len(read) or not read:
+        return None
+    for c, p in zip(read, probabilities, strict=True):
+        c.reading = p
+    mixed = {id(c): mix.score(c.reading, c.score) for c in read}
+    lowest, best_unread = min(mixed.values()), max((c.score for c in pool if id(c) not in mixed), default=0.0)
+    for c in pool:
+        c.lexical_share = c.share
+        c.score = mixed[id(c)] if id(c) in mixed else lowest - 1.0 + (c.score - best_unread)  # unread: after the read
+    top = max(mixed.values())
+    mass = sum(math.exp(v - top) for v in mixed.values())
+    for c in pool:
+        c.share = math.exp(mixed[id(c)] - top) / mass if id(c) in mixed else 0.0
+    return mix
+
+
+def read_yes_no(intent: QuestionIntent, pool: Sequence[Candidate], mix: ReaderMix) -> AnswerSelection:
+    """A yes/no question about one thing: the reader's best sentence decides it (`polarity_verdict`) when the
+    reader finds it likely enough to bear on the question (`mix.yes_no_at`); else not answered, the two best
+    sentences quoted as the closest."""
+    ranked = sorted(pool, key=lambda c: (-c.score, c.n, c.index))
+    if not ranked or ranked[0].reading < mix.yes_no_at:
+        return AnswerSelection([], None, False, closest=ranked[:2])
+    said = polarity_verdict(intent.text, ranked[0].statement)
+    return AnswerSelection(ranked[:1], said.casefold(), True, verdict=said)

@@ -16,8 +16,14 @@ from research_tool.engines.text.tokens import content_stems, stem_set
 from research_tool.models.entities import normalize_key
 
 MAX_SENTENCES_PER_SOURCE = 300
-MAX_SIGNATURE_CHARS = 400  # a longer "signature" line is no call signature
+MAX_SIGNATURE_CHARS = 400
+MAX_BEFORE_CHARS = (
+    300  # of the sentence before, for the reader's context  # a longer "signature" line is no call signature
+)
 
+_HEADING_RE = re.compile(r"^#{1,6}\s")  # a markdown heading (and an html one, written so): never a statement
+# a table row as the document readers write it (documents.row_sentence): "Label: Header value; Header value."
+_TABLE_ROW_RE = re.compile(r"^[^:;\n]{1,100}: (?:[^;\n]+; )+[^;\n]+\.$|^[^:;\n]{1,100}: [^;\n]*\d[^;\n]*\.$")
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 # "this notion", "these proteins", "such funding" (not "such as"): the sentence refers back to the one before
 _DEMONSTRATIVE_RE = re.compile(r"^(?:this|these|such)\b|\b(?:this|these)\s+[a-z]|\bsuch\s+(?!as\b)[a-z]", re.IGNORECASE)
@@ -40,6 +46,8 @@ class Candidate:
     coverage: float = 0.0
     confidence: float = 0.0  # the confidence model's probability that the sources answer, with this as lead
     share: float = 0.0  # the ranker's probability (softmax over the pool) that this sentence holds the answer
+    lexical_share: float = 0.0  # the lexical ranker's share, kept when the reader's mix replaces `share`
+    reading: float = 0.0  # the answer reader's probability that it answers the question (0: not read)
     features: dict[str, float] = field(default_factory=dict)
     terms: tuple[str, ...] = ()  # stemmed content words in order
     filler: str | None = None
@@ -47,6 +55,13 @@ class Candidate:
     bridge: bool = False  # this sentence names another page of the pool
     names_new: bool = False  # it names something the question does not
     signature: bool = False
+    before: str = ""  # the sentence standing before it in its document (any kind: a heading, a lead-in)
+    title: str = ""  # its page's title
+
+    @property
+    def reader_context(self) -> str:
+        """What the answer reader reads beside the sentence: "Title: the sentence before"."""
+        return f"{self.title}: {self.before}" if self.before else self.title
 
     @property
     def joint(self) -> frozenset[str]:
@@ -75,8 +90,10 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
         title_stems = stem_set(title) | _acronyms(title)
         candidates: list[Candidate] = []
         previous: Candidate | None = None
+        before = ""
         for sentence in split_sentences(text)[:MAX_SENTENCES_PER_SOURCE]:
-            if not is_declarative(sentence.text) or is_instruction_like(sentence.text):
+            said_before, before = before, " ".join(sentence.text.split()).lstrip("# ")[:MAX_BEFORE_CHARS]
+            if not _is_statement(sentence.text):
                 previous = None
                 continue
             # quoted word for word (whitespace aside) unless footnote markers must go
@@ -93,6 +110,7 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
                 antecedent = previous  # judged (and quoted) together with the sentence it refers to
             candidate = Candidate(numbered.n, source.url, statement, sentence.index, stems, context, antecedent)
             candidate.terms = tuple(content_stems(statement))
+            candidate.before, candidate.title = said_before, title
             candidates.append(candidate)
             previous = candidate
         signature = None
@@ -104,6 +122,16 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             )
         docs.append(SourceDoc(numbered.n, source.url, title, normalize_key(title), title_stems, candidates, signature))
     return docs
+
+
+def _is_statement(text: str) -> bool:
+    """A sentence an answer may quote: declarative, no instruction to the reader, no heading, and no lead-in to
+    what follows (a line ending in ":" states nothing yet, however long)."""
+    if _HEADING_RE.match(text) or text.rstrip().endswith(":"):
+        return False
+    if _TABLE_ROW_RE.match(" ".join(text.split())):
+        return True  # a table row read as a sentence ("Adult: Price £9.50."): short, but it states a value
+    return is_declarative(text) and not is_instruction_like(text)
 
 
 def _one_call(line: str) -> bool:

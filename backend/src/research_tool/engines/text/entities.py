@@ -326,19 +326,77 @@ def is_sentence_case_word(name: str, common: frozenset[str]) -> bool:
     return " " not in name and name[:1].isupper() and name[1:].islower() and stem(name.casefold()) in common
 
 
+# Countries and the cities a text names without a cue ("trains to Frankfurt"): typed as places in the entity list
+# (issue 34). Multi-word names are written with "_" for their spaces.
+KNOWN_PLACES = frozenset(
+    w.replace("_", " ")
+    for w in """
+    afghanistan albania algeria andorra angola argentina armenia australia austria azerbaijan bahamas bahrain
+    bangladesh barbados belarus belgium belize benin bhutan bolivia botswana brazil brunei bulgaria burundi cambodia
+    cameroon canada chad chile china colombia congo croatia cuba cyprus czechia denmark djibouti dominica ecuador
+    egypt eritrea estonia eswatini ethiopia fiji finland france gabon gambia georgia germany ghana greece grenada
+    guatemala guinea guyana haiti honduras hungary iceland india indonesia iran iraq ireland israel italy jamaica
+    japan jordan kazakhstan kenya kiribati kosovo kuwait kyrgyzstan laos latvia lebanon lesotho liberia libya
+    liechtenstein lithuania luxembourg madagascar malawi malaysia maldives mali malta mauritania mauritius mexico
+    moldova monaco mongolia montenegro morocco mozambique myanmar namibia nauru nepal netherlands nicaragua niger
+    nigeria norway oman pakistan palau panama paraguay peru philippines poland portugal qatar romania russia rwanda
+    samoa senegal serbia seychelles singapore slovakia slovenia somalia spain sudan suriname sweden switzerland syria
+    taiwan tajikistan tanzania thailand togo tonga tunisia turkey turkmenistan tuvalu uganda ukraine uruguay
+    uzbekistan vanuatu venezuela vietnam yemen zambia zimbabwe england scotland wales britain europe asia africa
+    america antarctica oceania new_zealand south_africa south_korea north_korea saudi_arabia sri_lanka costa_rica
+    el_salvador united_states united_kingdom czech_republic
+    london paris berlin frankfurt munich hamburg cologne stuttgart vienna zurich geneva bern basel brussels amsterdam
+    rotterdam madrid barcelona lisbon porto rome milan naples turin venice florence athens istanbul ankara moscow
+    warsaw krakow prague budapest bucharest sofia belgrade zagreb dublin edinburgh glasgow manchester liverpool
+    birmingham oslo stockholm copenhagen helsinki reykjavik tallinn riga vilnius kyiv kiev minsk tokyo osaka kyoto
+    beijing shanghai shenzhen guangzhou seoul busan delhi mumbai bangalore chennai kolkata karachi lahore dhaka
+    bangkok hanoi jakarta manila sydney melbourne brisbane perth auckland wellington toronto montreal vancouver ottawa
+    chicago boston seattle denver houston dallas austin atlanta miami philadelphia detroit phoenix portland
+    washington baltimore pittsburgh cleveland nashville memphis orlando cairo lagos nairobi johannesburg cape_town
+    casablanca tunis algiers dubai tehran baghdad riyadh jerusalem beirut damascus mexico_city havana bogota lima
+    santiago caracas quito buenos_aires sao_paulo rio_de_janeiro new_york los_angeles san_francisco san_diego
+    las_vegas new_orleans hong_kong tel_aviv st_petersburg
+    """.split()
+)
+_CONSTANT_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # GEN_RUNNING, O_NONBLOCK: a code constant
+_SENTENCE_OPENING_RE = re.compile(r"(?:^|[.!?:]\s+|\n\s*|[\"“(]\s*)$")
+
+
+def listed_type(mention: Mention) -> EntityType:
+    """The type the entity list gives a mention: a known country or city is a place, a constant is code
+    (`concept`); otherwise the mention's own type."""
+    if mention.entity_type in ("other", "organization") and normalize_key(mention.text) in KNOWN_PLACES:
+        return "place"
+    if mention.entity_type == "other" and _CONSTANT_RE.fullmatch(mention.text):
+        return "concept"
+    return mention.entity_type
+
+
+def is_lone_opening_word(text: str, mention: Mention) -> bool:
+    """One capitalised word at a sentence's opening with no type: "Currently", "Enters" are sentence-case
+    words, not names (a name is capitalised mid-sentence somewhere else too, and is listed from there)."""
+    return (
+        mention.entity_type == "other"
+        and " " not in mention.text
+        and mention.text[1:].islower()
+        and bool(_SENTENCE_OPENING_RE.search(text[max(0, mention.start - 4) : mention.start]))
+    )
+
+
 def extract_entities(text: str, source_url: str, iteration: int) -> list[Entity]:
     """Entities of one text, merged by normalized name; the richest type wins; stopwords, literals,
-    abbreviations and fragments are none."""
+    abbreviations, fragments and lone sentence-opening words are none; countries and cities are places."""
     by_key: dict[str, Entity] = {}
     for mention in find_mentions(text):
         key = normalize_key(mention.text)
-        if not key or not is_entity_name(mention.text):
+        if not key or not is_entity_name(mention.text) or is_lone_opening_word(text, mention):
             continue
+        entity_type = listed_type(mention)
         old = by_key.get(key)
         if old is None:
             by_key[key] = Entity(
-                key=key, name=mention.text, entity_type=mention.entity_type, sources=[source_url], iteration=iteration
+                key=key, name=mention.text, entity_type=entity_type, sources=[source_url], iteration=iteration
             )
-        elif old.entity_type == "other" and mention.entity_type != "other":
-            by_key[key] = old.model_copy(update={"entity_type": mention.entity_type})
+        elif old.entity_type == "other" and entity_type != "other":
+            by_key[key] = old.model_copy(update={"entity_type": entity_type})
     return list(by_key.values())

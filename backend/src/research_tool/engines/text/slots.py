@@ -113,6 +113,21 @@ def which_slot(phrase: str) -> Slot:
     return Slot("answer", kind, head_words, f"the {phrase}")
 
 
+# "Am I allowed ...?", "Would it ...?", "Isn't it ...?": more openings of a yes/no question
+_MORE_YES_NO_OPENINGS = frozenset(
+    "am would may might must shall isn't aren't wasn't weren't don't doesn't didn't can't won't hasn't haven't".split()
+)
+_CONDITIONAL_RE = re.compile(r"^if [^,?]{1,80},\s*(\S+)")
+
+
+def _conditional_yes_no(lowered: str) -> bool:
+    """ "If I buy a ticket, can I come back another day?": a yes/no question after a condition."""
+    match = _CONDITIONAL_RE.match(lowered)
+    return match is not None and match.group(1) in (
+        "is are was were do does did can could has have had will should".split() + sorted(_MORE_YES_NO_OPENINGS)
+    )
+
+
 def _answer_slot(text: str, lowered: str, first: str) -> Slot:
     if re.match(
         r"^(?:how many|how much|how old|how long|how far|how big|how large|what percentage|what number)\b", lowered
@@ -128,21 +143,26 @@ def _answer_slot(text: str, lowered: str, first: str) -> Slot:
         return Slot("answer", "place", (), "a place")
     if first == "why":
         return Slot("answer", "reason", (), "a reason")
-    if first in (
-        "is",
-        "are",
-        "was",
-        "were",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "has",
-        "have",
-        "had",
-        "will",
-        "should",
+    if (
+        first
+        in (
+            "is",
+            "are",
+            "was",
+            "were",
+            "do",
+            "does",
+            "did",
+            "can",
+            "could",
+            "has",
+            "have",
+            "had",
+            "will",
+            "should",
+        )
+        or first in _MORE_YES_NO_OPENINGS
+        or _conditional_yes_no(lowered)
     ):
         return Slot("answer", "yes_no", (), "a yes/no verdict")
     which = re.match(

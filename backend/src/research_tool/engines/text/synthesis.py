@@ -7,8 +7,8 @@ verdict. Each sentence carries the [n] of its source and of every other source t
 word. When no sentence answers, the answer says plainly that the sources found do not answer the
 question and quotes the closest statements, and `answered` is false; `short_answer` is the span that
 answers. Findings are one fact each (their statement is the fact's statement, so the report can look the
-fact up). Gaps name the unfilled slots, claims that rest on one source, disagreements, and why research
-stopped; a degraded run is said in the answer itself.
+fact up). Gaps name the unfilled slots, claims that rest on one source and disagreements (why research stopped is the
+report's header, not a gap); unreachable providers, and a stop that cost the answer, are said under the answer.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.slots import evaluate_slots
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Fact, normalize_key
+from research_tool.models.stop_reasons import stopped_early_note
 
 MIN_ANSWER_SENTENCES = 2
 MAX_ANSWER_SENTENCES = 5
@@ -42,15 +43,6 @@ COVERAGE_WEIGHT = 0.6  # bonus for answer sentences that bring question terms no
 NOT_ANSWERED = "_The sources found do not answer this question. The closest statements they make:_"
 NO_STATEMENT = "_The sources found do not answer this question: no retrieved source made a statement that bears on it._"
 
-STOP_EXPLANATIONS: dict[str, str] = {
-    "user_requested": "research was stopped at the user's request, so this report uses what was collected so far",
-    "max_execution_time": "research reached its time limit before it saturated",
-    "provider_call_budget": "the provider-call budget ran out before research saturated",
-    "token_budget": "the token budget ran out before research saturated",
-    "all_providers_failed": "every search provider failed",
-    "max_iterations": "the tier's maximum number of research cycles was reached",
-}
-
 
 def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
     numbers = {ns.source.url: ns.n for ns in request.sources}
@@ -62,8 +54,8 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
         ],
         key=lambda f: _rank(f),
     )
-    notes = _notes(request)
-    selection = select_answer(request.query, request.sources, similarity=request.similarity)
+    selection = select_answer(request.query, request.sources, similarity=request.similarity, reader=request.reader)
+    notes = _notes(request, answered=selection.answered)
     by_id = {f.id: f for f in ranked}
     if selection.answered and selection.sentences:
         lines = [f"{selection.verdict}."] if selection.verdict else []
@@ -257,16 +249,24 @@ def _findings(answer_facts: list[Fact], ranked: list[Fact], numbers: dict[str, i
     return findings
 
 
-def _notes(request: SynthesisInput) -> list[str]:
+def _notes(request: SynthesisInput, *, answered: bool) -> list[str]:
+    """Said under the answer: which providers failed (plainly when others answered), and that research stopped
+    early only when a limit stopped it before the sources answered."""
     notes: list[str] = []
-    if request.degraded_mode:
+    reached = sorted({ns.source.source_name for ns in request.sources} - set(request.unreachable_providers))
+    if request.unreachable_providers and reached:
+        notes.append(
+            f"_Not reachable (no network?): {', '.join(request.unreachable_providers)}; "
+            f"this answer comes from {', '.join(reached)} alone._"
+        )
+    elif request.degraded_mode:
         notes.append(
             "_Degraded mode: search providers failed during this session, so this answer rests only on "
             "the sources that could be retrieved._"
         )
-    explanation = STOP_EXPLANATIONS.get(request.stop_reason or "")
-    if explanation:
-        notes.append(f"_Research stopped early: {explanation}._")
+    early = stopped_early_note(request.stop_reason, answered=answered)
+    if early:
+        notes.append(early)
     return notes
 
 
@@ -281,7 +281,4 @@ def _gaps(request: SynthesisInput, ranked: list[Fact]) -> list[str]:
     single = sum(1 for f in ranked[:10] if not f.verified)
     if single:
         gaps.append(f"{single} of the top {min(10, len(ranked))} claims rest on a single independent source.")
-    if request.stop_reason:
-        reason = STOP_EXPLANATIONS.get(request.stop_reason, request.stop_reason.replace("_", " "))
-        gaps.append(f"Stop reason: {reason}.")
     return gaps

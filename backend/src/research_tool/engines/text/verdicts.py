@@ -164,3 +164,33 @@ def _predicate_verdict(predicate: frozenset[str], found: Sequence[Candidate]) ->
         if len(predicate & have) / len(predicate) < 0.75:
             return "No"
     return "Yes"
+
+
+# --- yes/no from one deciding sentence (the answer reader's) --------------------------------------------
+
+_NEGATION_RE = re.compile(
+    r"\b(?:no|not|never|cannot|none|nothing|nobody|neither|nor|unable|forbidden|prohibited|refused"
+    r"|wrong|incorrect|untrue)\b"
+    r"|n[’']t\b",
+    re.IGNORECASE,
+)
+_COMPARISON_RE = re.compile(r"\b(?:both|same|also|either)\b", re.IGNORECASE)
+
+
+def is_comparison(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> bool:
+    """A yes/no question about two or more named things that each have a page of their own, or one that says
+    "both", "the same", "also": decided from each thing's page (`yes_no`), not from one deciding sentence."""
+    with_page = [n for n in intent.names if any(_same_subject(n, d.title_key) for d in docs)]
+    return len(with_page) >= 2 or _COMPARISON_RE.search(intent.text) is not None
+
+
+_NEGATIVE_OPENING_RE = re.compile(r"^\s*\w+n[’']t\b", re.IGNORECASE)  # "Isn't it free?" asks "Is it free?"
+
+
+def polarity_verdict(question: str, deciding: str) -> str:
+    """ "No" when exactly one of the question and its deciding sentence is negated ("Is there a lift?" / "There is
+    no lift"; "Is there no lift?" / "There is no lift" is "Yes"), else "Yes". A question opening with a negative
+    auxiliary asks the positive one ("Isn't breakfast included?" / "Breakfast is included": "Yes")."""
+    asked = _NEGATIVE_OPENING_RE.sub("", question)
+    negated = (_NEGATION_RE.search(deciding) is not None) != (_NEGATION_RE.search(asked) is not None)
+    return "No" if negated else "Yes"

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from langgraph.runtime import Runtime
 
+from research_tool.core import telemetry
 from research_tool.core.logging import get_logger
 from research_tool.engines.base import CallLimits, FallbackNotice
 from research_tool.graph.context import ResearchContext
@@ -69,19 +70,21 @@ def phase(name: str) -> Callable[[NodeFn], NodeFn]:
             ctx = runtime.context
             iteration = int(state.get("iteration", 0))
             cycle = f" (cycle {iteration})" if name in {"collect", "process", "analyze", "evaluate"} else ""
-            log.info("phase_started", session_id=ctx.session_id, iteration=iteration, phase=name)
-            await ctx.events.emit("phase_started", name, f"{label}{cycle}.", {"iteration": iteration})
-            started = time.monotonic()
-            bind_engine(state, ctx, name, started)
-            update = await fn(state, runtime)
-            elapsed = round(time.monotonic() - started, 4)
-            update["elapsed"] = {**update.get("elapsed", {}), f"{name}:{iteration}": elapsed}
-            update.setdefault("current_phase", name)
-            log.info("phase_completed", session_id=ctx.session_id, iteration=iteration, phase=name, seconds=elapsed)
-            await ctx.events.emit(
-                "phase_completed", name, f"{label}{cycle}: done in {elapsed:.1f} s.", {"iteration": iteration}
-            )
-            return update
+            # one span per node visit, a child of the session's root span (core/telemetry.py; a no-op when off)
+            with telemetry.span(f"node {name}", {"research.node": name, "research.iteration": iteration}):
+                log.info("phase_started", session_id=ctx.session_id, iteration=iteration, phase=name)
+                await ctx.events.emit("phase_started", name, f"{label}{cycle}.", {"iteration": iteration})
+                started = time.monotonic()
+                bind_engine(state, ctx, name, started)
+                update = await fn(state, runtime)
+                elapsed = round(time.monotonic() - started, 4)
+                update["elapsed"] = {**update.get("elapsed", {}), f"{name}:{iteration}": elapsed}
+                update.setdefault("current_phase", name)
+                log.info("phase_completed", session_id=ctx.session_id, iteration=iteration, phase=name, seconds=elapsed)
+                await ctx.events.emit(
+                    "phase_completed", name, f"{label}{cycle}: done in {elapsed:.1f} s.", {"iteration": iteration}
+                )
+                return update
 
         return node
 

@@ -20,9 +20,11 @@ from research_tool.graph.nodes.model_context import compact_for_model, drop_unsu
 from research_tool.graph.nodes.page_text import hydrated
 from research_tool.graph.nodes.process import to_source
 from research_tool.graph.report_assembly import assemble_report, build_citations, renumber
+from research_tool.graph.search_failures import unreachable_providers
 from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import Fact
 from research_tool.models.state import ResearchState, current_facts
+from research_tool.providers.local_corpus.reader import answer_reader
 from research_tool.providers.local_corpus.similarity import answer_similarity
 
 _EDITORIAL = re.compile(r"^\s*_[^\n]*_[.!?]?\s*$")
@@ -78,8 +80,10 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             sources=numbered,
             facts=usable,
             degraded_mode=search_was_limited(bool(state.get("degraded_mode")), state.get("provider_calls") or {}),
+            unreachable_providers=unreachable_providers(state.get("provider_calls") or {}),
             stop_reason=state.get("stop_reason"),
             similarity=answer_similarity(ctx.settings.semantic_search),
+            reader=answer_reader(),
         )
     )
     checked = await run_cpu(check_citations, step.value, full_text)  # CPU-bound: off the loop and its GIL

@@ -25,9 +25,11 @@ import httpx
 import trafilatura
 from trafilatura.settings import Document as TrafilaturaDocument
 
+from research_tool.core import telemetry
 from research_tool.core.errors import (
     AccessDeniedError,
     FetchRefusedError,
+    ProviderError,
     ProviderResponseError,
     ProviderServerError,
     ProviderTimeoutError,
@@ -136,6 +138,20 @@ def _extract_pdf(body: bytes) -> tuple[str | None, str]:
     return (str(title) if title else None), text
 
 
+def _host_of(url: str) -> str:
+    try:
+        return httpx.URL(url).host or ""
+    except (httpx.InvalidURL, UnicodeError):
+        return ""
+
+
+def _status_in(message: str) -> int | None:
+    """The HTTP status an obstacle's message names (`HTTP 403`, `HTTP 429: ...`), if any."""
+    _, found, rest = message.partition("HTTP ")
+    digits = rest[:3]
+    return int(digits) if found and digits.isdigit() else None
+
+
 class Crawler:
     name = "crawler"
 
@@ -187,8 +203,26 @@ class Crawler:
         """Fetch and extract one page before `deadline` (time.monotonic()); raises ProviderError subclasses.
 
         Timeouts, 5xx and 429 are retried (at most 3 attempts, never past the deadline); refusals,
-        access denials (401/402/403, CAPTCHA, paywall) and other 4xx are not.
+        access denials (401/402/403, CAPTCHA, paywall) and other 4xx are not. With tracing on, a `page.fetch`
+        span: host, status, bytes, the obstacle that stopped it (the URL itself only with RESEARCH_TRACE_CONTENT).
         """
+        if not telemetry.enabled():
+            return await self._fetch(url, deadline, render)
+        attributes = {"server.address": _host_of(url), "http.request.method": "GET"}
+        if telemetry.content_enabled():
+            attributes["url.full"] = url
+        with telemetry.span("page.fetch", attributes, kind="client") as span:
+            try:
+                page = await self._fetch(url, deadline, render)
+            except ProviderError as exc:
+                span.set("research.fetch.obstacle", exc.error_type)
+                span.set("http.response.status_code", getattr(exc, "status", None) or _status_in(exc.message))
+                span.fail(exc.message[:300])
+                raise
+            span.set_many({"research.fetch.backend": page.backend, "research.fetch.text_chars": len(page.text)})
+            return page
+
+    async def _fetch(self, url: str, deadline: float, render: RenderMode) -> FetchedPage:
         page: FetchedPage | None = None
         async for attempt in deadline_retrying(deadline, RETRY_POLICY):
             with attempt:
@@ -209,6 +243,7 @@ class Crawler:
         if render == "browser":
             return await self._render(url, deadline)
         raw = await self.download(url, accept=PAGE_TYPES, rate_limited=True)
+        telemetry.current().set_many({"http.response.status_code": raw.status, "research.fetch.bytes": len(raw.body)})
         page = await self._page_from(raw, backend="httpx")
         if render == "auto" and self._needs_browser(raw, page.text):
             log.info("crawler_browser_fallback", url=url, text_chars=len(page.text))

@@ -147,6 +147,52 @@ def _text_title(text: str, fallback: str) -> str:
     return _clean_title(head + ("…" if len(words) > 12 else ""))
 
 
+# --- tables -------------------------------------------------------------------------------------
+
+
+def row_sentence(header: list[str], cells: list[str]) -> str:
+    """A table row as a sentence that pairs each cell with its column's header: "Adult (18 and over): Annual fee
+    £180; Monthly direct debit £15." (the row's first cell names it); a row without a matching header joins its
+    cells with semicolons. Empty cells are left out."""
+    cells = [" ".join(c.split()) for c in cells]
+    if not any(cells):
+        return ""
+    if len(header) == len(cells) and len(cells) > 1:
+        pairs = [f"{h} {c}".strip() for h, c in zip(header[1:], cells[1:], strict=True) if c]
+        text = f"{cells[0]}: {'; '.join(pairs)}" if cells[0] else "; ".join(pairs)
+    else:
+        text = "; ".join(c for c in cells if c)
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
+_MD_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
+_MD_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+
+
+def _md_cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def markdown_tables_as_sentences(text: str) -> str:
+    """Every pipe table (a header line, a rule line, rows) becomes one sentence a row, each its own paragraph."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i + 1 < len(lines) and _MD_TABLE_LINE.match(lines[i]) and _MD_TABLE_RULE.match(lines[i + 1]):
+            header = _md_cells(lines[i])
+            i += 2
+            rows = []
+            while i < len(lines) and _MD_TABLE_LINE.match(lines[i]):
+                rows.append(row_sentence(header, _md_cells(lines[i])))
+                i += 1
+            out.append("\n\n".join(r for r in rows if r) + "\n")
+            continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
 # --- txt ----------------------------------------------------------------------------------------
 
 
@@ -175,7 +221,7 @@ def read_markdown(path: Path, data: bytes) -> list[CorpusDocument]:
         if found:
             title = found.group(1).strip().strip("'\"")
         text = text[front.end() :]
-    text = _HTML_COMMENT.sub("", text).strip()
+    text = markdown_tables_as_sentences(_HTML_COMMENT.sub("", text)).strip()
     if not text:
         return []
     if not title:
@@ -203,11 +249,24 @@ _BLOCK_TAGS = frozenset(
 _VOID_TAGS = frozenset({"br", "hr", "img", "meta", "link", "input", "area", "base", "col", "embed", "source", "wbr"})
 
 
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_CELL_TAGS = frozenset({"td", "th"})
+# breadcrumbs and cookie banners are page furniture, not content (class, id or aria-label naming them)
+_FURNITURE_RE = re.compile(r"breadcrumb|cookie|consent|skip-link|site-header|site-footer", re.IGNORECASE)
+
+
 class _HtmlTextExtractor(HTMLParser):
-    """Collects the page's <title>, first <h1>, all body text and the text inside <main>/<article>."""
+    """Collects the page's <title>, first <h1>, all body text and the text inside <main>/<article>. Blocks are
+    separated by blank lines (a heading never runs into the paragraph after it), a heading is written as a
+    markdown heading line (so no sentence is made of it) and a table row as one sentence pairing each cell with
+    its header (`row_sentence`)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
+        self._header: list[str] = []
+        self._row: list[list[str]] | None = None
+        self._row_is_header = False
+        self._furniture: list[str] = []  # the tags of open page-furniture elements
         self.title_parts: list[str] = []
         self.h1_parts: list[str] = []
         self.body_parts: list[str] = []
@@ -222,6 +281,21 @@ class _HtmlTextExtractor(HTMLParser):
         if tag == "title":
             self._in_title = True
             return
+        if self._furniture or (
+            tag not in _VOID_TAGS
+            and any(k in ("class", "id", "aria-label") and v and _FURNITURE_RE.search(v) for k, v in attrs)
+        ):
+            if tag not in _VOID_TAGS:
+                self._furniture.append(tag)
+            return
+        if tag == "table":
+            self._header = []
+        elif tag == "tr":
+            self._row, self._row_is_header = [], True
+        elif tag in _CELL_TAGS and self._row is not None:
+            self._row.append([])
+            self._row_is_header = self._row_is_header and tag == "th"
+            return
         if tag in _VOID_TAGS:
             if tag in _BLOCK_TAGS:
                 self._newline()
@@ -234,10 +308,28 @@ class _HtmlTextExtractor(HTMLParser):
             self._in_h1 = True
         if tag in _BLOCK_TAGS:
             self._newline()
+        if tag in _HEADING_TAGS:
+            self._emit("## ")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "title":
             self._in_title = False
+            return
+        if self._furniture:
+            if tag == self._furniture[-1]:
+                self._furniture.pop()
+            return
+        if tag in _CELL_TAGS and self._row is not None:
+            return
+        if tag == "tr" and self._row is not None:
+            cells = ["".join(c).strip() for c in self._row]
+            if (self._row_is_header and not self._header) or (not self._header and not any(cells[1:])):
+                self._header = cells
+            else:
+                self._newline()
+                self._emit(row_sentence(self._header, cells))
+                self._newline()
+            self._row = None
             return
         if tag in _SKIPPED_TAGS and self._skip_depth:
             self._skip_depth -= 1
@@ -253,25 +345,36 @@ class _HtmlTextExtractor(HTMLParser):
         if self._in_title:
             self.title_parts.append(data)
             return
-        if self._skip_depth:
+        if self._skip_depth or self._furniture:
             return
         if self._in_h1:
             self.h1_parts.append(data)
-        self.body_parts.append(data)
-        if self._main_depth:
-            self.main_parts.append(data)
+        if self._row is not None:
+            if self._row:
+                self._row[-1].append(data)
+            return
+        self._emit(data)
 
-    def _newline(self) -> None:
+    def _emit(self, text: str) -> None:
         if self._skip_depth:
             return
-        self.body_parts.append("\n")
+        self.body_parts.append(text)
         if self._main_depth:
-            self.main_parts.append("\n")
+            self.main_parts.append(text)
+
+    def _newline(self) -> None:
+        self._emit("\n\n")
 
 
 def _join_html_text(parts: list[str]) -> str:
-    lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in "".join(parts).split("\n"))
-    return "\n".join(line for line in lines if line)
+    """Blocks separated by one blank line, white space inside a line folded, empty headings dropped."""
+    blocks = []
+    for block in re.split(r"\n\s*\n", "".join(parts)):
+        lines = [re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in block.split("\n")]
+        text = "\n".join(line for line in lines if line)
+        if text and text.strip("# "):
+            blocks.append(text)
+    return "\n\n".join(blocks)
 
 
 def read_html(path: Path, data: bytes) -> list[CorpusDocument]:

@@ -54,8 +54,13 @@ def build_graph(
     heads: int,
     hidden: int,
     layer_norm_eps: float,
+    head: tuple[npt.NDArray[np.float32], float] | None = None,
 ) -> Any:
-    """The encoder (BERT + mean pooling + L2 norm) as an onnx.ModelProto, from BERT's weights keyed without `bert.`."""
+    """The encoder (BERT + mean pooling + L2 norm) as an onnx.ModelProto, from BERT's weights keyed without `bert.`.
+
+    With a `head` (weight vector, bias), the answer reader's cross-encoder instead: a third input `token_type_ids`
+    (0 for the question, 1 for the passage), and the mean-pooled vector's dot product with the head plus its bias
+    as the output `logits` (batch), with no normalisation."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
@@ -102,7 +107,13 @@ def build_graph(
     )  # the first `tokens` rows of the position table
     word_table = const("embeddings.word_embeddings.weight", weights["embeddings.word_embeddings.weight"])
     x = op("Add", [op("Gather", [word_table, ids]), positions])
-    x = op("Add", [x, const("token_type_0", np.asarray(weights["embeddings.token_type_embeddings.weight"][0]))])
+    type_table = np.asarray(weights["embeddings.token_type_embeddings.weight"], np.float32)
+    if head is None:
+        x = op("Add", [x, const("token_type_0", type_table[0])])
+    else:
+        x = op(
+            "Add", [x, op("Gather", [const("embeddings.token_type_embeddings.weight", type_table), "token_type_ids"])]
+        )
     x = layer_norm(x, "embeddings.LayerNorm")
     # Padded keys get -1e9 before the softmax, so they take no attention (batch x 1 x 1 x tokens).
     key_bias = op(
@@ -139,6 +150,8 @@ def build_graph(
         "Max", [op("ReduceSum", [token_weights, axis_1], keepdims=0), const("min_count", np.array(1e-9, np.float32))]
     )
     pooled = op("Div", [summed, counts])
+    if head is not None:
+        return _reader_model(nodes, initializers, pooled, head, hidden)
     norm = op("Sqrt", [op("ReduceSum", [op("Mul", [pooled, pooled]), axis_1], keepdims=1)])
     norm = op("Max", [norm, const("min_norm", np.array(1e-12, np.float32))])
     nodes.append(helper.make_node("Div", [pooled, norm], ["embeddings"], name="embeddings"))
@@ -154,6 +167,35 @@ def build_graph(
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="research-tool")
     model.ir_version = 8  # readable by every onnxruntime that knows opset 17
+    return model
+
+
+def _reader_model(
+    nodes: list[Any], initializers: list[Any], pooled: str, head: tuple[npt.NDArray[np.float32], float], hidden: int
+) -> Any:
+    """The cross-encoder's graph: `pooled` (batch x hidden) @ head + bias -> `logits` (batch)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight, bias = head
+    initializers.append(numpy_helper.from_array(np.asarray(weight, np.float32).reshape(hidden, 1), "head.weight"))
+    initializers.append(numpy_helper.from_array(np.asarray([bias], np.float32), "head.bias"))
+    initializers.append(numpy_helper.from_array(np.array([-1], np.int64), "head.flat"))
+    nodes.append(helper.make_node("MatMul", [pooled, "head.weight"], ["head_matmul"], name="head_matmul"))
+    nodes.append(helper.make_node("Add", ["head_matmul", "head.bias"], ["head_add"], name="head_add"))
+    nodes.append(helper.make_node("Reshape", ["head_add", "head.flat"], ["logits"], name="logits"))
+    graph = helper.make_graph(
+        nodes,
+        "all_minilm_answer_reader",
+        [
+            helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
+            for name in ("input_ids", "attention_mask", "token_type_ids")
+        ],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch"])],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="research-tool")
+    model.ir_version = 8
     return model
 
 
@@ -220,7 +262,7 @@ def _in_memory(model: Any, variant: str) -> bytes:
 class OnnxForward:
     """One onnxruntime session over a built model: (ids, mask) -> unit vectors."""
 
-    def __init__(self, model: Path | bytes, *, threads: int) -> None:
+    def __init__(self, model: Path | bytes, *, threads: int, output: str = "embeddings") -> None:
         import onnxruntime as ort  # type: ignore[import-untyped]
 
         options = ort.SessionOptions()
@@ -233,9 +275,14 @@ class OnnxForward:
         options.log_severity_level = 3
         source = str(model) if isinstance(model, Path) else model
         self._session = ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
+        self._output = output
 
-    def __call__(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    def run(self, feeds: dict[str, npt.NDArray[np.int64]]) -> npt.NDArray[np.float32]:
+        """The model's one output for `feeds` (input name -> int64 batch x tokens)."""
         import numpy as np
 
-        (vectors,) = self._session.run(["embeddings"], {"input_ids": ids, "attention_mask": mask})
-        return np.asarray(vectors, dtype=np.float32)
+        (out,) = self._session.run([self._output], feeds)
+        return np.asarray(out, dtype=np.float32)
+
+    def __call__(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        return self.run({"input_ids": ids, "attention_mask": mask})

@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+from research_tool.core import telemetry
 from research_tool.core.errors import SharedLimitsUnavailableError
 from research_tool.core.logging import get_logger
 from research_tool.providers.resilience.circuit_breaker import refuse_if_opened
@@ -55,6 +56,8 @@ CLUSTER_SPACING_MARGIN_FRACTION = 0.05
 CLUSTER_SPACING_MARGIN_MAX_S = 0.050
 # Requests of one provider endpoint past its gate at once (RESEARCH_PROVIDER_MAX_IN_FLIGHT sets the process's).
 DEFAULT_MAX_IN_FLIGHT = 256
+# A wait for the rate limiter's turn at least this long is an event on the caller's span (tracing on)
+RATE_WAIT_EVENT_S = 0.001
 
 
 class RateLimiter:
@@ -151,7 +154,20 @@ class RateLimiter:
                 self.in_flight -= 1
 
     async def acquire(self) -> None:
-        """Wait for this caller's turn. Callers bound it with their deadline (asyncio.timeout_at)."""
+        """Wait for this caller's turn. Callers bound it with their deadline (asyncio.timeout_at). With tracing on,
+        a wait is an event (`rate_limit.wait`) on the current span: the provider call's or the page fetch's."""
+        if not telemetry.enabled():
+            await self._wait_turn()
+            return
+        started = time.monotonic()
+        await self._wait_turn()
+        waited = time.monotonic() - started
+        if waited >= RATE_WAIT_EVENT_S:
+            telemetry.current().event(
+                "rate_limit.wait", {"research.rate_limiter": self.name, "research.wait_s": round(waited, 4)}
+            )
+
+    async def _wait_turn(self) -> None:
         async with self._lock():
             while True:
                 refuse_if_opened()  # a provider call whose breaker opened while it waited goes no further

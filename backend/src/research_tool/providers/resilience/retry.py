@@ -22,6 +22,7 @@ from tenacity import (
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
+from research_tool.core import telemetry
 from research_tool.core.errors import (
     ProviderServerError,
     ProviderTimeoutError,
@@ -68,11 +69,12 @@ class wait_unless_rate_limited(wait_base):
 
 def _log_retry(retry_state: RetryCallState) -> None:
     exc = retry_state.outcome.exception() if retry_state.outcome else None
-    log.info(
-        "retrying",
-        attempt=retry_state.attempt_number,
-        wait_s=round(retry_state.upcoming_sleep or 0.0, 3),
-        error=type(exc).__name__ if exc else None,
+    wait_s = round(retry_state.upcoming_sleep or 0.0, 3)
+    error = type(exc).__name__ if exc else None
+    log.info("retrying", attempt=retry_state.attempt_number, wait_s=wait_s, error=error)
+    # on the provider call's or page fetch's span (core/telemetry.py; nothing while tracing is off)
+    telemetry.current().event(
+        "retry", {"research.attempt": retry_state.attempt_number, "research.wait_s": wait_s, "error.type": error or ""}
     )
 
 

@@ -24,13 +24,13 @@ from research_tool.runtime.stores import resolve_session_id
 
 COLUMNS = (
     "id, query, request::text AS request, status, stop_reason, stop_requested, progress, pending_questions,"
-    " clarify_answers, awaiting_since, error, created_at, updated_at"
+    " clarify_answers, awaiting_since, error, trace_context, created_at, updated_at"
 )
-JSON_COLUMNS = frozenset({"request", "progress", "pending_questions", "clarify_answers"})
+JSON_COLUMNS = frozenset({"request", "progress", "pending_questions", "clarify_answers", "trace_context"})
 BOOL_COLUMNS = frozenset({"stop_requested"})
 UPDATABLE = frozenset(
     {"query", "status", "stop_reason", "stop_requested", "progress", "pending_questions", "clarify_answers"}
-    | {"awaiting_since", "error", "request"}
+    | {"awaiting_since", "error", "request", "trace_context"}
 )
 
 
@@ -54,6 +54,7 @@ def session_record(row: DictRow) -> SessionRecord:
         clarify_answers=row["clarify_answers"],
         awaiting_since=iso(row["awaiting_since"]),
         error=row["error"],
+        trace_context=row["trace_context"],
         created_at=iso(row["created_at"]) or "",
         updated_at=iso(row["updated_at"]) or "",
     )
@@ -73,17 +74,26 @@ class PostgresSessionStore:
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
-    async def create(self, request: ResearchRequest, session_id: str | None = None) -> SessionRecord:
+    async def create(
+        self, request: ResearchRequest, session_id: str | None = None, trace_context: dict[str, str] | None = None
+    ) -> SessionRecord:
         now = utc_now_iso()
         sid = check_session_id(session_id) if session_id is not None else uuid.uuid4().hex
+        trace = Jsonb(trace_context) if trace_context else None
         async with self._pool.connection() as conn:
             await conn.execute(
-                "INSERT INTO sessions (id, query, request, status, created_at, updated_at)"
-                " VALUES (%s, %s, %s::jsonb, 'queued', %s, %s)",
-                (sid, request.query, request.model_dump_json(), now, now),
+                "INSERT INTO sessions (id, query, request, status, trace_context, created_at, updated_at)"
+                " VALUES (%s, %s, %s::jsonb, 'queued', %s, %s, %s)",
+                (sid, request.query, request.model_dump_json(), trace, now, now),
             )
         return SessionRecord(
-            id=sid, query=request.query, request=request, status="queued", created_at=now, updated_at=now
+            id=sid,
+            query=request.query,
+            request=request,
+            status="queued",
+            trace_context=trace_context or None,
+            created_at=now,
+            updated_at=now,
         )
 
     async def get(self, session_id: str) -> SessionRecord:

@@ -1,0 +1,343 @@
+"""OpenTelemetry tracing: one trace per research session (issue 36), off unless an OTLP endpoint is set.
+
+The `otel` extra (opentelemetry-api, -sdk, -exporter-otlp-proto-http) is configured by the standard variables
+only: `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) turns it on; `OTEL_SERVICE_NAME`
+(default `research-tool`), `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER[_ARG]`, `OTEL_EXPORTER_OTLP_HEADERS`,
+`OTEL_BSP_*` are read by the SDK itself; `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` keep it off.
+`RESEARCH_TRACE_CONTENT=1` adds the question, prompts and answers to spans (otherwise a hash of the question).
+
+Every layer calls the helpers here (graph, engines and providers may only import downward). Off, `span()` is
+one global read that hands back a shared no-op object, and nothing of OpenTelemetry is imported: the code
+path costs nothing measurable (`make bench`, tracing_overhead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Span, Tracer
+
+AttributeValue = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
+Attributes = Mapping[str, AttributeValue]
+
+TRACEPARENT = "traceparent"
+# W3C trace context: version 00, 32 hex trace id, 16 hex parent span id, 2 hex flags (all-zero ids are invalid)
+_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+DEFAULT_SERVICE_NAME = "research-tool"
+INSTRUMENTATION_NAME = "research_tool"
+
+
+class _State:
+    """The process's tracer while tracing is on (None: off), and whether span content may hold text."""
+
+    tracer: Tracer | None = None
+    provider: TracerProvider | None = None
+    content: bool = False
+    owners: int = 0
+
+
+_STATE = _State()
+
+
+def enabled() -> bool:
+    return _STATE.tracer is not None
+
+
+def content_enabled() -> bool:
+    """RESEARCH_TRACE_CONTENT=1: spans may carry the question, prompts and answers."""
+    return _STATE.content
+
+
+def tracing_requested(environ: Mapping[str, str] | None = None) -> bool:
+    """An OTLP endpoint is set and neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER=none says otherwise."""
+    env = os.environ if environ is None else environ
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    if env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() == "none":
+        return False
+    return any(env.get(name, "").strip() for name in ENDPOINT_VARIABLES)
+
+
+def _start_provider() -> tuple[TracerProvider, Tracer] | None:
+    """The SDK's tracer provider with a batching OTLP/HTTP exporter, or None (and a warning) without the extra."""
+    from research_tool.core.extras import install_hint, module_installed
+    from research_tool.core.logging import get_logger
+
+    log = get_logger(__name__)
+    if not module_installed("opentelemetry.sdk") or not module_installed("opentelemetry.exporter.otlp.proto.http"):
+        log.warning("tracing_unavailable", reason="the 'otel' extra is not installed", hint=install_hint("otel"))
+        return None
+    protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+    if protocol and protocol.strip() != "http/protobuf":
+        log.warning("tracing_protocol_ignored", protocol=protocol, used="http/protobuf")
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    defaults = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": DEFAULT_SERVICE_NAME}
+    provider = TracerProvider(resource=Resource.create(defaults))  # the sampler from OTEL_TRACES_SAMPLER
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # endpoint, headers from OTEL_*
+    from research_tool import __version__
+
+    return provider, provider.get_tracer(INSTRUMENTATION_NAME, __version__)
+
+
+@asynccontextmanager
+async def open_tracing(*, content: bool = False) -> AsyncIterator[bool]:
+    """Tracing on for as long as the block runs when an endpoint is set (yields whether it is on); the spans
+    still queued are exported when the last opener leaves. Nested opens share the first one's tracer."""
+    if _STATE.owners == 0 and tracing_requested():
+        started = _start_provider()
+        if started is not None:
+            _STATE.provider, _STATE.tracer = started
+            _STATE.content = content
+    _STATE.owners += 1
+    try:
+        yield enabled()
+    finally:
+        _STATE.owners -= 1
+        if _STATE.owners == 0 and _STATE.provider is not None:
+            provider = _STATE.provider
+            _STATE.tracer = _STATE.provider = None
+            _STATE.content = False
+            # flushes the batch, in a thread: an unreachable collector holds it up to the exporter's timeout
+            # (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s), which must not stall the event loop's other shutdown work
+            await asyncio.to_thread(provider.shutdown)
+
+
+# --- spans --------------------------------------------------------------------------------------------------------
+
+
+class SpanHandle:
+    """What the code that opened a span may do with it. The base class is the no-op used while tracing is off."""
+
+    __slots__ = ()
+
+    def set(self, key: str, value: AttributeValue | None) -> None:
+        """One attribute (None: left out)."""
+
+    def set_many(self, attributes: Mapping[str, AttributeValue | None]) -> None:
+        """Several attributes (None values left out)."""
+
+    def event(self, name: str, attributes: Attributes | None = None) -> None:
+        """A point in time inside the span (a rate-limit wait, a retry)."""
+
+    def fail(self, message: str) -> None:
+        """Mark the span's status ERROR with a one-line description."""
+
+    def traceparent(self) -> str | None:
+        """The span's W3C traceparent (None while off)."""
+        return None
+
+    def __enter__(self) -> SpanHandle:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+
+NOOP_SPAN = SpanHandle()
+# Exceptions that end a span without it failing (by class name, so this module imports neither asyncio's nor
+# LangGraph's): a cancelled task, and LangGraph's interrupt() and its other control-flow signals.
+NOT_FAILURES = frozenset({"CancelledError", "GraphBubbleUp"})
+
+
+class _LiveSpan(SpanHandle):
+    __slots__ = ("_scope", "_span")
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+        self._scope: Any = None
+
+    def set(self, key: str, value: AttributeValue | None) -> None:
+        if value is not None:
+            self._span.set_attribute(key, value)
+
+    def set_many(self, attributes: Mapping[str, AttributeValue | None]) -> None:
+        self._span.set_attributes({k: v for k, v in attributes.items() if v is not None})
+
+    def event(self, name: str, attributes: Attributes | None = None) -> None:
+        self._span.add_event(name, dict(attributes or {}))
+
+    def fail(self, message: str) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        self._span.set_status(Status(StatusCode.ERROR, message))
+
+    def traceparent(self) -> str | None:
+        return _format_traceparent(self._span)
+
+    def __enter__(self) -> SpanHandle:
+        from opentelemetry.trace import use_span
+
+        self._scope = use_span(self._span, end_on_exit=True, record_exception=False, set_status_on_exception=False)
+        self._scope.__enter__()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is not None:
+            from opentelemetry.trace import Status, StatusCode
+
+            # A cancellation (a stop, a shutdown) or LangGraph's interrupt (a clarification question) is not the
+            # span's failure: it says so without an error status.
+            not_failures = {c.__name__ for c in type(exc).__mro__} & NOT_FAILURES
+            if not_failures:
+                self._span.set_attribute("research.ended_by", sorted(not_failures)[0])
+            else:
+                self._span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:300]))
+                self._span.set_attribute("error.type", type(exc).__qualname__)
+        scope, self._scope = self._scope, None
+        scope.__exit__(exc_type, exc, tb)
+
+
+def span(
+    name: str,
+    attributes: Mapping[str, AttributeValue | None] | None = None,
+    *,
+    kind: str = "internal",
+    parent: str | None = None,
+    links: Sequence[str] = (),
+    root: bool = False,
+) -> SpanHandle:
+    """A span around a `with` block, a child of the current one (or of `parent`, a traceparent; `root`: of
+    none), current inside the block. `kind`: internal | client | server. `links`: traceparents to link to."""
+    tracer = _STATE.tracer
+    if tracer is None:
+        return NOOP_SPAN
+    from opentelemetry import context as otel_context
+    from opentelemetry.trace import Link, SpanKind
+
+    ctx: Context | None = None
+    if parent is not None:
+        ctx = context_from_traceparent(parent)
+    elif root:
+        ctx = otel_context.Context()  # an empty context: a new trace
+    span_links = [Link(sc) for sc in (_span_context(tp) for tp in links) if sc is not None]
+    started = tracer.start_span(
+        name,
+        context=ctx,
+        kind=getattr(SpanKind, kind.upper()),
+        attributes={k: v for k, v in (attributes or {}).items() if v is not None},
+        links=span_links,
+    )
+    return _LiveSpan(started)
+
+
+def current() -> SpanHandle:
+    """The current span, to add attributes or events to (the no-op while off or outside any span)."""
+    if _STATE.tracer is None:
+        return NOOP_SPAN
+    from opentelemetry.trace import get_current_span
+
+    found = get_current_span()
+    return _LiveSpan(found) if found.get_span_context().is_valid else NOOP_SPAN
+
+
+def current_ids() -> tuple[str, str] | None:
+    """(trace_id, span_id) in hex of the current span, or None (off, or outside any span)."""
+    if _STATE.tracer is None:
+        return None
+    from opentelemetry.trace import get_current_span
+
+    sc = get_current_span().get_span_context()
+    if not sc.is_valid:
+        return None
+    return f"{sc.trace_id:032x}", f"{sc.span_id:016x}"
+
+
+def current_trace_id() -> str | None:
+    ids = current_ids()
+    return ids[0] if ids is not None else None
+
+
+# --- W3C trace context ------------------------------------------------------------------------------------------
+
+
+def valid_traceparent(value: str | None) -> str | None:
+    """`value` normalised if it is a W3C traceparent of version 00 with non-zero ids; else None (ignored, as the
+    W3C spec asks of a malformed header)."""
+    if not value:
+        return None
+    text = value.strip().lower()
+    match = _TRACEPARENT.fullmatch(text)
+    if match is None or set(match.group(1)) == {"0"} or set(match.group(2)) == {"0"}:
+        return None
+    return text
+
+
+def _format_traceparent(span: Span) -> str | None:
+    sc = span.get_span_context()
+    if not sc.is_valid:
+        return None
+    return f"00-{sc.trace_id:032x}-{sc.span_id:016x}-{int(sc.trace_flags):02x}"
+
+
+def _span_context(traceparent: str) -> Any:
+    """The remote SpanContext a traceparent names, or None when it is not a valid one."""
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    text = valid_traceparent(traceparent)
+    if text is None:
+        return None
+    _, trace_id, span_id, flags = text.split("-")
+    return SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(int(flags, 16)))
+
+
+def context_from_traceparent(traceparent: str) -> Context | None:
+    """A context whose current span is the remote one `traceparent` names (None: not a valid one)."""
+    from opentelemetry.trace import NonRecordingSpan, set_span_in_context
+
+    sc = _span_context(traceparent)
+    return None if sc is None else set_span_in_context(NonRecordingSpan(sc))
+
+
+def incoming_traceparent(headers: Mapping[str, str]) -> str | None:
+    """The caller's trace context from request headers, kept only while tracing is on."""
+    if _STATE.tracer is None:
+        return None
+    return valid_traceparent(headers.get(TRACEPARENT))
+
+
+# --- what spans may say about the question ---------------------------------------------------------------------
+
+
+def text_digest(text: str) -> str:
+    """A SHA-256 of the text (first 16 hex digits): tells sessions on one question apart without the question."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def question_attributes(question: str) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {"research.question.sha256": text_digest(question)}
+    if _STATE.content:
+        attributes["research.question"] = question
+    return attributes
+
+
+# --- structlog correlation --------------------------------------------------------------------------------------
+
+
+def add_trace_ids(_: Any, __: str, event_dict: Any) -> Any:
+    """structlog processor: `trace_id` and `span_id` of the current span on every line written inside one."""
+    if _STATE.tracer is None:
+        return event_dict
+    ids = current_ids()
+    if ids is not None:
+        event_dict.setdefault("trace_id", ids[0])
+        event_dict.setdefault("span_id", ids[1])
+    return event_dict

@@ -1,0 +1,98 @@
+"""How the answer selection uses a reader (question, [(sentence, context)] -> probabilities): its mix with the
+lexical ranker picks the lead, a lead it finds unlikely is refused with the closest sentences quoted, a yes/no
+question about one thing is decided by the reader's deciding sentence, and a reader that gives nothing leaves the
+lexical ranker alone. The reader here is a small function written for the test (the trained one has its own test
+in tests/providers/test_answer_reader_model.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from research_tool.engines.base import NumberedSource
+from research_tool.engines.text.answering import select_answer
+from research_tool.engines.text.reader_mix import load_mix
+from research_tool.engines.text.verdicts import polarity_verdict
+from research_tool.models.entities import SourceResult
+
+RAILWAY = (
+    "The Kestrel Valley Railway Society was founded in 1968 to save the line from closure. "
+    "It was opened in 1887 by the Kestrel Valley Company to carry slate to the coast. "
+    "Volunteers work as drivers, guards and signal staff on every running day. "
+    "There is no lift at Kestrel Halt, and the footbridge has 32 steps."
+)
+
+
+def corpus(text: str) -> list[NumberedSource]:
+    return [
+        NumberedSource(
+            n=1,
+            source=SourceResult(
+                url="file:///railway.md", title="Kestrel Valley Railway", source_name="local", full_content=text
+            ),
+        )
+    ]
+
+
+def reader_liking(words: str, high: float = 0.97, low: float = 0.02) -> object:
+    def read(question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+        return [high if words in sentence else low for sentence, _ in passages]
+
+    return read
+
+
+def test_the_reader_moves_the_sentence_that_answers_to_the_lead() -> None:
+    question = "When did the Kestrel Valley Railway open?"
+    lexical = select_answer(question, corpus(RAILWAY))
+    read = select_answer(question, corpus(RAILWAY), reader=reader_liking("opened in 1887"))  # type: ignore[arg-type]
+    assert read.answered
+    assert read.sentences[0].statement.startswith("It was opened in 1887")
+    assert lexical.sentences[0].statement != read.sentences[0].statement or lexical.sentences[0].statement.startswith(
+        "It was opened"
+    )
+
+
+def test_the_reader_reads_the_title_and_the_sentence_before() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def read(question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+        seen.extend(passages)
+        return [0.5] * len(passages)
+
+    select_answer("When did the railway open?", corpus(RAILWAY), reader=read)
+    contexts = dict(seen)
+    assert contexts["It was opened in 1887 by the Kestrel Valley Company to carry slate to the coast."] == (
+        "Kestrel Valley Railway: The Kestrel Valley Railway Society was founded in 1968 to save the line from closure."
+    )
+
+
+def test_a_lead_the_reader_finds_unlikely_is_refused_with_the_closest_quoted() -> None:
+    unlikely = load_mix().answered_at / 2
+    selection = select_answer(
+        "How much does a child ticket cost?",
+        corpus(RAILWAY),
+        reader=reader_liking("nothing", low=unlikely),  # type: ignore[arg-type]
+    )
+    assert not selection.answered
+    assert selection.closest
+
+
+def test_a_yes_no_question_is_decided_by_the_readers_deciding_sentence() -> None:
+    selection = select_answer("Is there a lift at Kestrel Halt?", corpus(RAILWAY), reader=reader_liking("no lift"))  # type: ignore[arg-type]
+    assert selection.answered and selection.verdict == "No"
+    assert selection.sentences[0].statement.startswith("There is no lift")
+
+
+def test_a_reader_that_gives_nothing_leaves_the_lexical_ranker_alone() -> None:
+    question = "When did the Kestrel Valley Railway open?"
+    lexical = select_answer(question, corpus(RAILWAY))
+    silent = select_answer(question, corpus(RAILWAY), reader=lambda q, p: [])
+    assert [c.statement for c in silent.sentences] == [c.statement for c in lexical.sentences]
+    assert silent.answered == lexical.answered
+
+
+def test_polarity_verdict() -> None:
+    assert polarity_verdict("Is there a lift?", "There is no lift, and the stairs are steep.") == "No"
+    assert polarity_verdict("Can I bring my dog?", "Dogs are welcome in every room.") == "Yes"
+    assert polarity_verdict("Isn't breakfast included?", "Breakfast is included in every rate.") == "Yes"
+    assert polarity_verdict("Is there no parking?", "There is no parking at the museum.") == "Yes"
+    assert polarity_verdict("Does the memory backend keep entries?", "It doesn't keep anything after exit.") == "No"
