@@ -28,6 +28,9 @@ Misbehaving the way real deployments do (issue 14), per `Reply`:
 - `Reply(content, hang=True)` / `HANG`: headers never come; the handler waits until the server stops;
 - `huge_answer(sentence, times)`, `Reply("not json")`, `Reply(..., status=500)`: a huge answer, invalid JSON,
   a server error.
+- `OpenAIServer(refuse_formats=frozenset({"json_schema"}))`: answers HTTP 500 (`refusal_status`) to a request whose
+  `response_format` has a refused type, as llama-cpp-python's server does to `json_schema` (issue 35);
+- `RecordedRequest.disconnected`: set when the client closed the connection during a trickled answer.
 - `start()` / `stop()`, or use the server as a context manager.
 - `unused_port()`: a port on 127.0.0.1 with nothing listening (for the "server is down" tests).
 
@@ -92,6 +95,8 @@ class RecordedRequest:
     headers: dict[str, str] = field(default_factory=dict)
     reply: Reply | None = None  # the scripted reply it got (its pacing is read by the HTTP handler)
     received: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic)
+    # set when the client closed the connection before a trickled answer was all written (a cancelled call)
+    disconnected: threading.Event = field(default_factory=threading.Event)
 
     def _texts(self, role: str) -> list[str]:
         texts = []
@@ -236,7 +241,14 @@ class ScriptedChatServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-            def _send(self, status: int, content_type: str, payload: bytes, pace: Reply | None = None) -> None:
+            def _send(
+                self,
+                status: int,
+                content_type: str,
+                payload: bytes,
+                pace: Reply | None = None,
+                request: RecordedRequest | None = None,
+            ) -> None:
                 if pace is not None and pace.hang:
                     owner._stopping.wait()
                     return
@@ -255,6 +267,8 @@ class ScriptedChatServer:
                         if owner._stopping.wait(pace.trickle_s):
                             return
                 except OSError:
+                    if request is not None:
+                        request.disconnected.set()
                     return  # the client gave up (the whole-call timeout cancelled it)
 
             def do_GET(self) -> None:
@@ -271,7 +285,7 @@ class ScriptedChatServer:
                 path = self.path.split("?")[0]
                 request = RecordedRequest(path=path, step=_step_of(body), body=body, headers=dict(self.headers.items()))
                 owner._record(request)
-                self._send(*owner.handle_post(path, request), pace=request.reply)
+                self._send(*owner.handle_post(path, request), pace=request.reply, request=request)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -308,7 +322,16 @@ def _halves(text: str) -> list[str]:
 
 
 class OpenAIServer(ScriptedChatServer):
-    """`/v1/chat/completions` and `/v1/models`, as OpenAI and every OpenAI-compatible server speak them."""
+    """`/v1/chat/completions` and `/v1/models`, as OpenAI and every OpenAI-compatible server speak them.
+
+    `refuse_formats`: the `response_format` types answered with `refusal_status` (llama-cpp-python's server
+    answers HTTP 500 to `json_schema`; a plain server may refuse `json_object` too), as the real servers do,
+    before any answer is consumed."""
+
+    def __init__(self, refuse_formats: frozenset[str] = frozenset(), refusal_status: int = 500) -> None:
+        super().__init__()
+        self.refuse_formats = refuse_formats
+        self.refusal_status = refusal_status
 
     @property
     def base_url(self) -> str:
@@ -324,6 +347,10 @@ class OpenAIServer(ScriptedChatServer):
         if path != "/v1/chat/completions":
             return _json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error", "code": None}})
         body = request.body
+        shape = (body.get("response_format") or {}).get("type")
+        if shape in self.refuse_formats:
+            error = {"message": f"response_format {shape} is not supported", "type": "server_error", "code": None}
+            return _json(self.refusal_status, {"error": error})
         reply = self._next_reply(request)
         if reply.status != 200:
             error = {"message": reply.content, "type": "server_error", "code": None}

@@ -108,6 +108,13 @@ class ProviderTimeoutError(ProviderError):
     retryable = True
 
 
+class SessionDeadlineError(ProviderTimeoutError):
+    """The session's time limit cut the call off: not the provider's fault (issue 35), and never retried."""
+
+    error_type = "session_deadline"
+    retryable = False
+
+
 class ProviderServerError(ProviderError):
     """5xx from the provider."""
 

@@ -99,6 +99,8 @@ class Settings(BaseSettings):
     verify_citations: Literal["existence", "semantic"] = "existence"
     llm_timeout_s: float = Field(default=300.0, gt=0)  # one model call (connect: 5 s)
     llm_context_tokens: int = Field(default=16_384, ge=2048)  # Ollama num_ctx (its default truncates prompts)
+    # How JSON answers are asked for (docs/models.md): auto detects the strongest form per server and remembers it.
+    llm_structured_output: Literal["auto", "json_schema", "json_object", "ollama", "prompt"] = "auto"
     ollama_base_url: str = Field(
         default="http://localhost:11434", validation_alias=AliasChoices("OLLAMA_BASE_URL", "RESEARCH_OLLAMA_BASE_URL")
     )

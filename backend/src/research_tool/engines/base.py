@@ -110,6 +110,9 @@ class CallLimits:
 
     deadline: float | None = None
     tokens_left: int | None = None
+    # What the deadline is, said in a fallback's message ("the session's time", or the model's share of the
+    # time before the first search: issue 35)
+    deadline_label: str = "the session's time"
 
 
 # Why a model-backed step fell back to the offline engine: the error type recorded for it.

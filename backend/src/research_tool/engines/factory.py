@@ -13,6 +13,11 @@ API run at start.
 Limits every provider gets (issue 14): `max_tokens` (`num_predict` for Ollama) of `MAX_ANSWER_TOKENS`, the
 HTTP client's read timeout, and `RESEARCH_LLM_TIMEOUT_S` for the whole call (the engine cancels a call that
 takes longer, the client's own retry included; see `engines/llm.py`).
+
+Issue 35: langchain-openai sends the cap as `max_completion_tokens`, which OpenAI reads and llama.cpp's, vLLM's
+and older servers ignore; a server other than OpenAI's own also gets `max_tokens` (both fields). Calls are
+streamed (a cancelled call closes its connection and the server stops), with usage asked for in the stream.
+The structured-output form (`RESEARCH_LLM_STRUCTURED_OUTPUT`, `engines/output_format.py`) is per server.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings, secret_value
 from research_tool.engines.base import ReasoningEngine
 from research_tool.engines.llm import Closer, LLMEngine, LLMLimits
+from research_tool.engines.output_format import OLLAMA_FORMS, OPENAI_FORMS, ChatRequests, prompt_only, server_format
 from research_tool.engines.preflight import ollama_preflight, openai_preflight
 
 log = get_logger(__name__)
@@ -145,6 +151,19 @@ def _closer(obj: object, method: str) -> Callable[[], Awaitable[None]] | None:
     return close if callable(close) else None
 
 
+def _server_key(spec: ModelSpec, base_url: str) -> str:
+    return f"{spec.provider} {base_url} {spec.model}"
+
+
+def _openai_requests(spec: ModelSpec, settings: Settings, base_url: str) -> ChatRequests:
+    """OpenAI's own API reads `max_completion_tokens` (and some of its models refuse `max_tokens`); every other
+    OpenAI-compatible server also gets `max_tokens`, the field llama.cpp's and vLLM's servers read."""
+    own_api = urlsplit(base_url).hostname == urlsplit(OPENAI_DEFAULT_BASE_URL).hostname
+    extra: dict[str, object] = {} if own_api else {"max_tokens": MAX_ANSWER_TOKENS}
+    server = server_format(_server_key(spec, base_url), settings.llm_structured_output, OPENAI_FORMS)
+    return ChatRequests(provider="openai", server=server, extra_body=extra)
+
+
 def _ollama_engine(
     spec: ModelSpec, settings: Settings, http_client: httpx.AsyncClient | None, fallback: ReasoningEngine | None
 ) -> LLMEngine:
@@ -168,6 +187,10 @@ def _ollama_engine(
         preflight=ollama_preflight(base_url, spec.model, http_client),
         closers=closers,
         limits=_limits(settings),
+        requests=ChatRequests(
+            provider="ollama",
+            server=server_format(_server_key(spec, base_url), settings.llm_structured_output, OLLAMA_FORMS),
+        ),
     )
 
 
@@ -191,6 +214,7 @@ def _openai_engine(
         timeout=_client_timeout(settings),
         max_retries=MAX_RETRIES,
         max_tokens=MAX_ANSWER_TOKENS,
+        stream_usage=True,
         use_responses_api=False,
         http_async_client=client,
         **extra,
@@ -203,6 +227,7 @@ def _openai_engine(
         preflight=openai_preflight(base_url, secret_value(settings.openai_api_key), http_client),
         closers=closers,
         limits=_limits(settings),
+        requests=_openai_requests(spec, settings, base_url),
     )
 
 
@@ -217,7 +242,9 @@ def _anthropic_engine(spec: ModelSpec, settings: Settings, fallback: ReasoningEn
         timeout=settings.llm_timeout_s,
         max_retries=MAX_RETRIES,
     )
-    return LLMEngine(chat, model_spec=str(spec), fallback=fallback, limits=_limits(settings))
+    return LLMEngine(
+        chat, model_spec=str(spec), fallback=fallback, limits=_limits(settings), requests=prompt_only(str(spec))
+    )
 
 
 def _check_keys(spec: ModelSpec, settings: Settings) -> None:

@@ -2,7 +2,8 @@
 
 Every step follows the same path (DESIGN §3, issue 5 item 3):
 1. render the step's prompt file (`engines/prompts/<step>.txt`); retrieved text goes in as delimited data;
-2. call the model (`ainvoke`), count the tokens from its usage data (estimated when the server sends none);
+2. call the model, streamed, in the strongest structured-output form the server takes (`output_format`), and
+   count the tokens from its usage data (estimated when the server sends none, or for a call cut short);
 3. parse and validate the answer against the step's strict schema (`structured_output`), then check it
    against the inputs (quotes really in the source, queries not already run, ...);
 4. on an invalid answer, ask once more in the same conversation with the problem and the JSON Schema
@@ -38,7 +39,7 @@ from itertools import zip_longest
 from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from research_tool.core.errors import EngineOutputError
@@ -72,6 +73,7 @@ from research_tool.engines.llm_schemas import (
     SynthesizeAnswer,
 )
 from research_tool.engines.model_span import invoke_traced
+from research_tool.engines.output_format import ChatRequests, prompt_only
 from research_tool.engines.prompt_templates import (
     RenderedPrompt,
     escape_data,
@@ -233,17 +235,21 @@ class LLMEngine(ReasoningEngine):
         preflight: Preflight | None = None,
         closers: list[Closer] | None = None,
         limits: LLMLimits | None = None,
+        requests: ChatRequests | None = None,
     ) -> None:
         self._chat = chat_model
+        self._requests = requests or prompt_only(model_spec)
         self._model_spec = model_spec
         self._fallback = fallback
         self._preflight = preflight
         self._closers = list(closers or [])
         self._limits = limits or LLMLimits()
         self._transport_failures = 0
+        self._last_failure = REASON_UNAVAILABLE  # the kind of the latest transport failure (timeout or error)
         self._tokens_used = 0
         self._reserved = 0  # tokens set aside for calls in flight (prompt + bounded answer)
         self._deadline: float | None = None
+        self._deadline_label = "the session's time"
         self._token_ceiling: int | None = None  # `tokens_used` may not pass this
         self._on_fallback: FallbackListener | None = None
 
@@ -284,6 +290,7 @@ class LLMEngine(ReasoningEngine):
 
     def bound_calls(self, limits: CallLimits, on_fallback: FallbackListener | None = None) -> None:
         self._deadline = limits.deadline
+        self._deadline_label = limits.deadline_label
         self._token_ceiling = None if limits.tokens_left is None else self._tokens_used + max(0, limits.tokens_left)
         self._on_fallback = on_fallback
 
@@ -291,10 +298,11 @@ class LLMEngine(ReasoningEngine):
         """Why this call must not be sent (the session's time is up, the server failed too often in a row, the
         token budget left is short), and the tokens to reserve for it when it may."""
         if self._deadline is not None and time.monotonic() >= self._deadline:
-            return _error(REASON_DEADLINE, f"{step}: not sent: the session's time is up", retryable=False), 0
+            return _error(REASON_DEADLINE, f"{step}: not sent: {self._deadline_label} is up", retryable=False), 0
         if self._transport_failures >= self._limits.unavailable_after:
-            message = f"{step}: not sent: the model server failed {self._transport_failures} times in a row"
-            return _error(REASON_UNAVAILABLE, message, retryable=True), 0
+            failed = "timed out" if self._last_failure == REASON_TIMEOUT else "failed"
+            message = f"{step}: not sent: the model server {failed} {self._transport_failures} times in a row"
+            return _error(self._last_failure, message, retryable=True), 0
         needed = estimate_text_tokens("".join(m.text for m in messages)) + self._limits.max_answer_tokens
         if self._token_ceiling is not None:
             left = self._token_ceiling - self._tokens_used - self._reserved
@@ -315,9 +323,52 @@ class LLMEngine(ReasoningEngine):
                 return max(0.0, left), True
         return timeout, False
 
-    async def _invoke(self, step: str, messages: list[BaseMessage], attempt: int) -> AIMessage | ErrorResponse:
-        """One model call, cancelled when its whole time is up; an error when it failed or ran out."""
+    async def _stream_reply(
+        self, messages: list[BaseMessage], schema: type[BaseModel], received: list[AIMessageChunk]
+    ) -> AIMessage:
+        """One model call, streamed (issue 35): a call cancelled or timed out closes its connection, so the
+        server stops generating; `received` holds the chunks so far (their tokens count even then). It is sent
+        in the strongest structured-output form the server takes, and asked again at once in the next form
+        when the server refuses one (`output_format`)."""
+        server = self._requests.server
+        while True:
+            form = server.form
+            received.clear()
+            try:
+                async for chunk in self._chat.astream(messages, **self._requests.kwargs(form, schema)):
+                    if isinstance(chunk, AIMessageChunk):
+                        received.append(chunk)
+            except Exception as exc:
+                if not received and server.refused(form, exc):
+                    continue
+                raise
+            if form == server.form:
+                server.confirm()
+            if not received:
+                return AIMessage(content="")
+            joined = received[0]
+            for chunk in received[1:]:
+                joined = joined + chunk
+            return joined
+
+    def _partial_tokens(self, messages: list[BaseMessage], received: list[AIMessageChunk], *, sent: bool) -> int:
+        """What a call that did not finish cost: its prompt and the answer so far (estimated), when the server
+        had it (`sent`: cancelled while it worked) or had started answering; counted against the session's
+        budget like a whole answer."""
+        if not received and not sent:
+            return 0
+        text = "".join(str(chunk.text) for chunk in received)
+        cost = estimate_text_tokens("".join(m.text for m in messages)) + estimate_text_tokens(text)
+        self._tokens_used += cost
+        return cost
+
+    async def _invoke(
+        self, step: str, messages: list[BaseMessage], attempt: int, schema: type[BaseModel]
+    ) -> tuple[AIMessage | ErrorResponse, int]:
+        """One model call, cancelled when its whole time is up; an error when it failed or ran out, with the
+        tokens a call that did not finish cost."""
         timeout, by_deadline = self._call_timeout()
+        received: list[AIMessageChunk] = []
         try:
             async with asyncio.timeout(timeout) as bound:
                 reply = await invoke_traced(
@@ -326,23 +377,28 @@ class LLMEngine(ReasoningEngine):
                     model_spec=self._model_spec,
                     step=step,
                     max_tokens=self._limits.max_answer_tokens,
+                    call=lambda: self._stream_reply(messages, schema, received),
                 )
         except TimeoutError:
             if not bound.expired():
                 raise
             if not by_deadline:
                 self._transport_failures += 1  # the server is slow; the session's time running out says nothing
+                self._last_failure = REASON_TIMEOUT
             reason = REASON_DEADLINE if by_deadline else REASON_TIMEOUT
-            limit = "the session's time ran out" if by_deadline else f"no whole answer within {timeout:.0f} s"
+            limit = f"{self._deadline_label} ran out" if by_deadline else f"no whole answer within {timeout:.0f} s"
             log.warning("llm_call_cancelled", step=step, model=self.model, attempt=attempt, reason=reason)
-            return _error(reason, f"{step}: the model call was cancelled: {limit}", retryable=not by_deadline)
+            error = _error(reason, f"{step}: the model call was cancelled: {limit}", retryable=not by_deadline)
+            return error, self._partial_tokens(messages, received, sent=True)
         except Exception as exc:  # any client or transport failure degrades the step; it never crashes
             self._transport_failures += 1
+            self._last_failure = REASON_UNAVAILABLE
             failure = f"{type(exc).__name__}: {exc}"
             log.warning("llm_call_failed", step=step, model=self.model, attempt=attempt, error=failure)
-            return _error(REASON_UNAVAILABLE, f"{step}: the model call failed: {failure}", retryable=True)
+            error = _error(REASON_UNAVAILABLE, f"{step}: the model call failed: {failure}", retryable=True)
+            return error, self._partial_tokens(messages, received, sent=False)
         self._transport_failures = 0
-        return reply
+        return reply, 0
 
     async def _ask(self, prompt: RenderedPrompt, schema: type[M], convert: Callable[[M], T]) -> _Outcome[T]:
         step = prompt.step
@@ -358,11 +414,11 @@ class LLMEngine(ReasoningEngine):
                 return _Outcome(None, tokens, refusal if attempt == 1 else self._after_invalid(step, problem, refusal))
             self._reserved += reserve
             try:
-                reply = await self._invoke(step, messages, attempt)
+                reply, spent = await self._invoke(step, messages, attempt, schema)
             finally:
                 self._reserved -= reserve
             if isinstance(reply, ErrorResponse):
-                return _Outcome(None, tokens, reply)
+                return _Outcome(None, tokens + spent, reply)
             text = str(reply.text)
             cost = _reply_tokens(reply, messages, text)
             tokens += cost
@@ -373,7 +429,7 @@ class LLMEngine(ReasoningEngine):
                         f"the answer is {len(text)} characters long, over the bound of "
                         f"{self._limits.max_answer_chars}; answer with the JSON object only, briefly"
                     )
-                value = convert(parse_structured(text, schema))
+                value = convert(parse_structured(text, schema, instructions=prompt.system))
             except EngineOutputError as exc:
                 problem = exc.message
                 log.warning("llm_answer_invalid", step=step, model=self.model, attempt=attempt, problem=problem)

@@ -8,7 +8,7 @@ only with RESEARCH_TRACE_CONTENT=1. With tracing off it is the plain call.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -23,11 +23,19 @@ ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
 async def invoke_traced(
-    chat: BaseChatModel, messages: list[BaseMessage], *, model_spec: str, step: str, max_tokens: int
+    chat: BaseChatModel,
+    messages: list[BaseMessage],
+    *,
+    model_spec: str,
+    step: str,
+    max_tokens: int,
+    call: Callable[[], Awaitable[AIMessage]] | None = None,
 ) -> AIMessage:
-    """`chat.ainvoke(messages)`, inside a `chat <model>` client span while tracing is on."""
+    """`chat.ainvoke(messages)` (or `call()`, the engine's streamed call), inside a `chat <model>` client span
+    while tracing is on."""
+    run = call or (lambda: chat.ainvoke(messages))
     if not telemetry.enabled():
-        return await chat.ainvoke(messages)
+        return await run()
     provider, _, model = model_spec.partition(":")
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": OPERATION,
@@ -40,7 +48,7 @@ async def invoke_traced(
     if telemetry.content_enabled():
         attributes["gen_ai.input.messages"] = _messages_json(messages)
     with telemetry.span(f"{OPERATION} {model or model_spec}", attributes, kind="client") as span:
-        reply = await chat.ainvoke(messages)
+        reply = await run()
         span.set_many(reply_attributes(reply))
         if telemetry.content_enabled():
             span.set("gen_ai.output.messages", _messages_json([reply]))

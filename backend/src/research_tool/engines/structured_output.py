@@ -81,14 +81,95 @@ def describe_validation_error(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_structured(text: str, schema: type[M]) -> M:
+def parse_structured(text: str, schema: type[M], *, instructions: str | None = None) -> M:
     """Validate the model's answer against `schema`; `EngineOutputError` says what is wrong. The answer's strings
-    lose NUL and other control characters first (model output is untrusted text, core/untrusted_text.py)."""
+    lose NUL and other control characters first (model output is untrusted text, core/untrusted_text.py). An
+    answer that is schema-valid but holds placeholders, or echoes `instructions` (the prompt's own words), is
+    refused too (`placeholder_problem`)."""
     payload = clean_value(extract_json_object(text))
     try:
-        return schema.model_validate(payload, strict=True)
+        value = schema.model_validate(payload, strict=True)
     except ValidationError as exc:
         raise EngineOutputError(f"the JSON does not match {schema.__name__}: {describe_validation_error(exc)}") from exc
+    problem = placeholder_problem(payload, schema, instructions)
+    if problem:
+        raise EngineOutputError(problem)
+    return value
+
+
+# Values a model copies from a schema or an example instead of answering (compared lower-cased, trimmed of
+# quotes, brackets and dots): the JSON type names and the usual template fillers. Words that can be real answers
+# in a corpus about code ("int", "object", "None", "text") are not in it.
+PLACEHOLDERS = frozenset(
+    {
+        "string", "integer", "number", "boolean", "array", "n/a", "tbd", "todo", "xxx", "placeholder",
+        "your answer", "your query", "your question", "answer here", "query here", "lorem ipsum",
+    }
+)  # fmt: skip
+_FILLER_CHARS = " \t\n\"'`<>[]{}().:;,*_-"
+_ELLIPSIS = re.compile(r"^(?:\.\s*){2,}$|^…+$")
+_ECHO_MIN_WORDS = 4
+
+
+def _schema_words(schema: type[BaseModel]) -> set[str]:
+    """Every property name and title in the schema, lower-cased."""
+    words: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "properties" and isinstance(value, dict):
+                    words.update(str(name).lower() for name in value)
+                if key == "title" and isinstance(value, str):
+                    words.add(value.lower())
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(schema.model_json_schema())
+    return words
+
+
+def _strings(value: object, where: str = "") -> list[tuple[str, str]]:
+    """Every string in a JSON value with its path (`queries.0.query`)."""
+    if isinstance(value, str):
+        return [(where or "(top level)", value)]
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in _strings(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list):
+        return [pair for i, v in enumerate(value) for pair in _strings(v, f"{where}.{i}" if where else str(i))]
+    return []
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def placeholder_problem(payload: object, schema: type[BaseModel], instructions: str | None = None) -> str | None:
+    """Why a schema-valid answer is still no answer, or None: a string that is a placeholder (`"string"`,
+    `"..."`), its own field's name or one of the schema's compound field names (`"refined_query"`), or a run of
+    at least four words of `instructions` (the prompt's instructions, not its data) echoed back."""
+    names = {name for name in _schema_words(schema) if "_" in name}  # `refined_query`, not `name`
+    echo_source = _folded(instructions or "")
+    for where, text in _strings(payload):
+        if not text.strip():
+            continue
+        bare = text.strip(_FILLER_CHARS).lower()
+        own = text.strip().strip("\"'`<>").lower()
+        key = next((part for part in reversed(where.split(".")) if not part.isdigit()), "")
+        if not bare or bare in PLACEHOLDERS or _ELLIPSIS.match(text.strip()) or own in names or own == key.lower():
+            return (
+                f"{where} holds the placeholder {text[:_MAX_QUOTED_CHARS]!r}, not an answer; write the real value "
+                "for every field (the schema's words are not values)"
+            )
+        folded = _folded(text)
+        if echo_source and len(folded.split()) >= _ECHO_MIN_WORDS and folded in echo_source:
+            return (
+                f"{where} repeats the instructions ({text[:_MAX_QUOTED_CHARS]!r}); answer the question "
+                "instead of copying the prompt"
+            )
+    return None
 
 
 def compact_schema(schema: type[BaseModel]) -> str:

@@ -16,6 +16,7 @@ from research_tool.models.report import ProviderFailure
 REASON_WORDS = {
     "dns": "host not found (DNS)",
     "timeout": "timed out",
+    "session_deadline": "cut off by the session's time limit",
     "rate_limited": "rate-limited (429)",
     "circuit_open": "circuit open",
     "server_error": "server error or connection failed",
@@ -46,6 +47,11 @@ def provider_failures(calls: Mapping[str, Mapping[str, Any]]) -> list[ProviderFa
         )
         for name, counts in reasons.items()
     ]
+
+
+def only_cut_off(failures: list[ProviderFailure]) -> bool:
+    """Every failed search was cut off by the session's time limit: the providers did nothing wrong."""
+    return bool(failures) and all(set(f.reasons) == {"session_deadline"} for f in failures)
 
 
 def mostly_failed(calls: Mapping[str, Mapping[str, Any]]) -> bool:

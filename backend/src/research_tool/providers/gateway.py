@@ -33,6 +33,7 @@ from research_tool.core.errors import (
     ProviderTimeoutError,
     ProviderUnavailableError,
     RateLimitError,
+    SessionDeadlineError,
 )
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import AccessFailure, SourceResult
@@ -156,7 +157,7 @@ class SearchGateway:
             if reason:
                 raise ProviderUnavailableError(provider.name, reason)
             if started >= deadline:
-                raise ProviderTimeoutError(provider.name, "session deadline already passed")
+                raise SessionDeadlineError(provider.name, "session deadline already passed")
             breaker = self.breaker(provider)
             async for attempt in deadline_retrying(deadline, self.retry_policy):
                 with attempt:
@@ -214,7 +215,7 @@ class SearchGateway:
             raise  # opened by another call while this one waited for its turn: no request was made
         except TimeoutError:
             # Cut off by the session's deadline (maybe while waiting for the rate limiter): not the provider's fault.
-            raise ProviderTimeoutError(provider.name, "session deadline reached") from None
+            raise SessionDeadlineError(provider.name, "session deadline reached") from None
         except HostUnresolvedError:
             await breaker.tripped()  # no retry can resolve it: the next calls are refused at once
             settled = True

@@ -42,6 +42,7 @@ PHASE_LABELS: dict[str, str] = {
 
 
 PRE_SEARCH_PHASES = frozenset({"clarify", "plan"})
+PRE_SEARCH_SHARE = 1 / 3  # of the time limit: what the model steps before the first search may use (issue 35)
 SEARCH_RESERVE_FRACTION = 0.25  # of the time limit, kept for the first search when the model runs late
 SEARCH_RESERVE_MIN_S = 5.0  # ... but at least this (at most half the limit) ...
 SEARCH_RESERVE_MAX_S = 30.0  # ... and at most this
@@ -52,6 +53,12 @@ def search_reserve_s(time_limit_s: float) -> float:
     (never more than half the limit), at most 30 s."""
     wanted = max(SEARCH_RESERVE_FRACTION * time_limit_s, min(SEARCH_RESERVE_MIN_S, 0.5 * time_limit_s))
     return min(wanted, SEARCH_RESERVE_MAX_S)
+
+
+def pre_search_allowance_s(time_limit_s: float) -> float:
+    """The time the model steps before the first search (clarify, plan) may use together: a third of the limit,
+    and never so much that the search gets less than its reserve."""
+    return max(0.0, min(PRE_SEARCH_SHARE * time_limit_s, time_limit_s - search_reserve_s(time_limit_s)))
 
 
 def phase(name: str) -> Callable[[NodeFn], NodeFn]:
@@ -86,13 +93,18 @@ def phase(name: str) -> Callable[[NodeFn], NodeFn]:
 
 def bind_engine(state: ResearchState, ctx: ResearchContext, phase_name: str, now: float) -> None:
     """Bound the node's model calls by the session's time and tokens left; report its fallbacks as events.
-    Before the first search, the model must leave a share of the time limit to it: a model that hangs in
-    clarify or plan never leaves a session without sources."""
+    Before the first search, the model steps together may use only their share of the time limit
+    (`pre_search_allowance_s`): a model that is slow or hangs in clarify or plan never leaves a session without
+    sources, and its fallback says which time ran out."""
     tier = state.get("tier") or (state.get("request") or {}).get("tier") or "standard"
     limits = resolve_limits(tier, state.get("request") or {}, ctx.settings)
-    remaining = limits.max_execution_time_s - elapsed_total(state)
+    time_limit = limits.max_execution_time_s
+    remaining = time_limit - elapsed_total(state)
+    label = "the session's time"
     if not state.get("provider_calls") and phase_name in PRE_SEARCH_PHASES:
-        remaining -= search_reserve_s(limits.max_execution_time_s)
+        allowed = pre_search_allowance_s(time_limit)
+        remaining = allowed - elapsed_total(state)
+        label = f"the model's share of the time before the first search ({allowed:.0f} s of {time_limit:.0f})"
     deadline = now + max(0.0, remaining)
     tokens_left = limits.token_budget - tokens_total(state)
 
@@ -104,7 +116,7 @@ def bind_engine(state: ResearchState, ctx: ResearchContext, phase_name: str, now
             {"step": notice.step, "reason": notice.reason, "message": notice.message},
         )
 
-    ctx.engine.bound_calls(CallLimits(deadline=deadline, tokens_left=tokens_left), on_fallback)
+    ctx.engine.bound_calls(CallLimits(deadline=deadline, tokens_left=tokens_left, deadline_label=label), on_fallback)
 
 
 def elapsed_total(state: ResearchState) -> float:

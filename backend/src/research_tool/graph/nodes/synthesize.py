@@ -106,6 +106,8 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             {**(state.get("error_log") or {}), **record_errors("synthesize:0", step.errors)},
             search_limited=bool(state.get("degraded_mode")),
             provider_calls=calls,
+            phase_seconds=state.get("elapsed") or {},
+            time_limit_s=limits.max_execution_time_s,
         ),
         "citations_removed": removed,
         "sources_retrieved": len(all_sources),

@@ -35,6 +35,7 @@ from research_tool.core.errors import (
     ProviderTimeoutError,
     ProviderUnavailableError,
     RateLimitError,
+    SessionDeadlineError,
 )
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
@@ -227,12 +228,12 @@ class Crawler:
             with attempt:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise ProviderTimeoutError(self.name, "session deadline reached", url=url)
+                    raise SessionDeadlineError(self.name, "session deadline reached", url=url)
                 try:
                     async with asyncio.timeout(remaining):
                         page = await self._fetch_once(url, render, deadline)
                 except TimeoutError:
-                    raise ProviderTimeoutError(self.name, "session deadline reached", url=url) from None
+                    raise SessionDeadlineError(self.name, "session deadline reached", url=url) from None
         assert page is not None
         return page
 
