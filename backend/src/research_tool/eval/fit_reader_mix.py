@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.answering import rank_candidates
 from research_tool.engines.text.candidates import build_candidates
 from research_tool.engines.text.question_intent import classify_question
-from research_tool.engines.text.reader_mix import MIX_FILE
+from research_tool.engines.text.reader_mix import MIX_FILE, mixed_score
 from research_tool.engines.text.verdicts import polarity_verdict
 from research_tool.eval import owndocs
 from research_tool.eval.answers import Item, contains_gold, load_owndocs, load_squad
@@ -87,13 +86,8 @@ def read_pools(
     return out
 
 
-def logit(p: float) -> float:
-    p = min(1 - 1e-6, max(1e-6, p))
-    return math.log(p / (1 - p))
-
-
 def lead(r: Read, lexical_weight: float, reader_weight: float = 1.0) -> int:
-    scores = [reader_weight * logit(p) + lexical_weight * s for p, s in zip(r.reading, r.lexical, strict=True)]
+    scores = [mixed_score(p, s, lexical_weight, reader_weight) for p, s in zip(r.reading, r.lexical, strict=True)]
     return max(range(len(scores)), key=lambda i: (scores[i], -i))
 
 

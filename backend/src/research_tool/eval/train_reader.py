@@ -235,6 +235,7 @@ def build_model(weights: dict[str, Any], layers: int) -> Any:
             gamma, beta = torch.tensor(weights[f"{name}.weight"]), torch.tensor(weights[f"{name}.bias"])
             self.weight = nn.Parameter(gamma, requires_grad=tuned)
             self.bias = nn.Parameter(beta, requires_grad=tuned)
+            self.trained_norm = tuned
 
         def forward(self, x: Any) -> Any:
             return nn.functional.layer_norm(x, (hidden,), self.weight, self.bias, 1e-12)
@@ -300,11 +301,7 @@ def tuned_arrays(model: Any) -> dict[str, Any]:
         if getattr(module, "tuned", False):
             out[f"{name}.lora_a"] = module.lora_a.detach().numpy()
             out[f"{name}.lora_b"] = module.lora_b.detach().numpy()
-        if (
-            hasattr(module, "weight")
-            and isinstance(module.weight, type(model.head.weight))
-            and module.weight.requires_grad
-        ):
+        if getattr(module, "trained_norm", False):
             out[f"{name}.weight"] = module.weight.detach().numpy()
             out[f"{name}.bias"] = module.bias.detach().numpy()
     out["head.weight"] = model.head.weight.detach().numpy()[0]

@@ -65,6 +65,21 @@ class SessionRecord(BaseModel):
     created_at: str
     updated_at: str
 
+    @classmethod
+    def queued(
+        cls, session_id: str, request: ResearchRequest, trace_context: dict[str, str] | None, now: str
+    ) -> SessionRecord:
+        """The record of a session just created (what both stores write for it)."""
+        return cls(
+            id=session_id,
+            query=request.query,
+            request=request,
+            status="queued",
+            trace_context=trace_context or None,
+            created_at=now,
+            updated_at=now,
+        )
+
     @property
     def finished(self) -> bool:
         return self.status in FINISHED_STATUSES

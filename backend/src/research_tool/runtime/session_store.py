@@ -88,15 +88,7 @@ class SessionStore:
         # Starts arriving together are written in one transaction (runtime/group_commit.py): durable once done.
         await self._creates.write((sid, request.query, request.model_dump_json(), trace, now, now))
         # The row is what was just written: cache it rather than read it back (a start is one trip to SQLite).
-        record = SessionRecord(
-            id=sid,
-            query=request.query,
-            request=request,
-            status="queued",
-            trace_context=trace_context or None,
-            created_at=now,
-            updated_at=now,
-        )
+        record = SessionRecord.queued(sid, request, trace_context, now)
         self._cache[sid] = record
         return _handed_out(record)
 

@@ -46,7 +46,6 @@ from research_tool.engines.text.ranker import (
 )
 from research_tool.engines.text.reader_mix import ReaderMix, load_mix
 from research_tool.engines.text.short_answers import AskedFor, best_span, load_span_model
-from research_tool.engines.text.slots import required_slots
 from research_tool.engines.text.tokens import stem_set
 from research_tool.engines.text.verdicts import choice, is_comparison, polarity_verdict, yes_no
 from research_tool.models.entities import normalize_key
@@ -329,7 +328,7 @@ def reads_alone(intent: QuestionIntent, pool: Sequence[Candidate]) -> bool:
     """Whether one sentence with its context can answer: the reader reads one at a time, so it leaves alone a
     how-to question (led by an API's call signature) and a question that links pages (a bridge clause in the
     question, or a bridge, a sentence naming another page of the pool, among the lexical ranker's best three)."""
-    if intent.answer_type == "howto" or any(s.name.startswith("bridge:") for s in required_slots(intent.text)):
+    if intent.answer_type == "howto" or intent.links_pages:
         return False
     best = sorted(pool, key=lambda c: (-c.score, c.n, c.index))[:READ_BRIDGE_TOP]
     return not any(c.bridge for c in best)

@@ -62,6 +62,7 @@ class QuestionIntent:
     name_stems: frozenset[str]
     head_terms: frozenset[str] = frozenset()  # "which <head>": the head noun's stems
     head_noun: str | None = None  # its last word's stem ("which American show" -> "show"), when a noun
+    links_pages: bool = False  # a bridge clause ("the director of X was born where?"): the answer needs two pages
 
     @property
     def stems(self) -> frozenset[str]:
@@ -72,7 +73,9 @@ def classify_question(question: str) -> QuestionIntent:
     """The question's expected answer type, weighted terms and named things."""
     text = " ".join(question.split())
     asked = _asked_sentence(text)
-    slot = required_slots(asked)[0]
+    slots = required_slots(asked)
+    slot = slots[0]
+    links_pages = any(s.name.startswith("bridge:") for s in (slots if asked == text else required_slots(text)))
     kind = slot.kind
     answer_type: AnswerType
     kind_of = _KIND_OF_RE.match(text)
@@ -118,6 +121,7 @@ def classify_question(question: str) -> QuestionIntent:
         name_stems=frozenset(name_stems),
         head_terms=head_terms,
         head_noun=_head_noun(text, slot.terms),
+        links_pages=links_pages,
     )
 
 

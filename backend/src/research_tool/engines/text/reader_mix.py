@@ -27,8 +27,13 @@ class ReaderMix:
     yes_no_at: float
 
     def score(self, probability: float, lexical_score: float) -> float:
-        p = min(1.0 - 1e-6, max(1e-6, probability))
-        return self.reader * math.log(p / (1.0 - p)) + self.lexical * lexical_score
+        return mixed_score(probability, lexical_score, self.lexical, self.reader)
+
+
+def mixed_score(probability: float, lexical_score: float, lexical: float, reader: float = 1.0) -> float:
+    """`reader * logit(probability) + lexical * lexical_score` (the probability kept off 0 and 1)."""
+    p = min(1.0 - 1e-6, max(1e-6, probability))
+    return reader * math.log(p / (1.0 - p)) + lexical * lexical_score
 
 
 @lru_cache(maxsize=1)

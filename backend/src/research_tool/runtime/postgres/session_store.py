@@ -88,15 +88,7 @@ class PostgresSessionStore:
                 " VALUES (%s, %s, %s::jsonb, 'queued', %s, %s, %s)",
                 (sid, request.query, request.model_dump_json(), trace, now, now),
             )
-        return SessionRecord(
-            id=sid,
-            query=request.query,
-            request=request,
-            status="queued",
-            trace_context=trace_context or None,
-            created_at=now,
-            updated_at=now,
-        )
+        return SessionRecord.queued(sid, request, trace_context, now)
 
     async def get(self, session_id: str) -> SessionRecord:
         async with self._pool.connection() as conn:
