@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from rich.console import Console
 from rich.text import Text
 
+from research_tool.core.process_clock import process_started
 from research_tool.models.domain import DOMAIN_NAMES
 from research_tool.models.request import SEARCH_PROVIDERS
 from research_tool.models.tiers import TIER_NAMES
@@ -213,7 +214,8 @@ def build_parser() -> OneLineParser:
         "--max-time",
         type=float,
         metavar="S",
-        help="stop searching after S seconds and write the report (default: the tier's, 120 / 300 / 900 s)",
+        help="end within S seconds of the command's start, the report written: searching stops early enough "
+        "to write it (default: the tier's, 120 / 300 / 900 s)",
     )
     run.add_argument(
         "--session-id",
@@ -542,11 +544,12 @@ async def drive_session(
     verbose: bool,
     *,
     full: bool = False,
+    clock_started: float | None = None,
 ) -> int:
     runner = services.runner
     display = ProgressDisplay(stderr, verbose=verbose)
     display.start()
-    task = runner.launch(session_id)
+    task = runner.launch(session_id, clock_started=clock_started)
     progress = asyncio.create_task(follow_progress(services, session_id, after, sys.stdin.isatty(), display))
     interrupted = False
     try:
@@ -629,7 +632,14 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         record = await services.runner.create(request, session_id)
         stderr.print(Text(f"Session {record.id}", style="bold"))
         return await drive_session(
-            services, record.id, args.format, args.out, after=0, verbose=args.verbose, full=args.full
+            services,
+            record.id,
+            args.format,
+            args.out,
+            after=0,
+            verbose=args.verbose,
+            full=args.full,
+            clock_started=process_started(),  # --max-time is the command's wall time (issue 35)
         )
 
 

@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from langchain_core.runnables import RunnableConfig
@@ -56,19 +56,29 @@ class SessionLeasing(Protocol):
     async def queued_count(self) -> int: ...
 
 
-def initial_state(record: SessionRecord) -> ResearchState:
+START_KEY = "start:0"  # the `elapsed` entry for the time before the first node that the time limit counts
+
+
+def initial_state(record: SessionRecord, clock_started: float | None = None) -> ResearchState:
+    """A fresh session's state. `clock_started`: the `time.monotonic()` instant its time limit counts from,
+    when that is before now (`run` in the CLI: the process's start, issue 35). The time since then is counted
+    as spent (the `start:0` entry of `elapsed`) and `started_at` is that instant."""
     request = record.request
-    return ResearchState(
+    lead = max(0.0, time.monotonic() - clock_started) if clock_started is not None else 0.0
+    state = ResearchState(
         session_id=record.id,
         original_query=request.query,
         request=request.model_dump(mode="json"),
         privacy_mode=request.privacy_mode,
-        started_at=utc_now_iso(),
+        started_at=(datetime.now(UTC) - timedelta(seconds=lead)).isoformat() if lead else utc_now_iso(),
         iteration=0,
         should_stop=False,
         stop_reason=None,
         degraded_mode=False,
     )
+    if lead:
+        state["elapsed"] = {START_KEY: round(lead, 4)}
+    return state
 
 
 def progress_of(values: dict[str, Any]) -> dict[str, Any]:
@@ -96,6 +106,7 @@ class _Live:
     answers: asyncio.Event = field(default_factory=asyncio.Event)
     declined: bool = False  # the asker will not answer (a CLI without a terminal): go on at once
     task: asyncio.Task[None] | None = None
+    clock_started: float | None = None  # a fresh session's time limit counts from here (`initial_state`)
 
 
 class SessionRunner:
@@ -192,10 +203,14 @@ class SessionRunner:
         """Call `listener(session_id)` whenever a session's task here ends (a worker frees a slot)."""
         self._finish_listeners.append(listener)
 
-    def launch(self, session_id: str) -> asyncio.Task[None]:
+    def launch(self, session_id: str, *, clock_started: float | None = None) -> asyncio.Task[None]:
         """Run (or resume) a session in the background; returns its task. In cluster mode it runs here only
-        if this process gets its lease; otherwise the task waits for the process that has it."""
+        if this process gets its lease; otherwise the task waits for the process that has it.
+        `clock_started`: the `time.monotonic()` instant a fresh session's time limit counts from (the CLI's
+        start), instead of its first node; a resumed session goes on counting the time its nodes spent."""
         live = self._live.setdefault(session_id, _Live())
+        if clock_started is not None:
+            live.clock_started = clock_started
         if live.task is None or live.task.done():
             live.task = asyncio.create_task(self._drive(session_id), name=f"session-{session_id}")
             self.admission.enqueue(session_id)
@@ -357,7 +372,7 @@ class SessionRunner:
         config: RunnableConfig = {"configurable": {"thread_id": session_id}, "recursion_limit": RECURSION_LIMIT}
         snapshot = await self.graph.aget_state(config)
         resuming = bool(snapshot.values)
-        graph_input: Any = None if resuming else initial_state(record)
+        graph_input: Any = None if resuming else initial_state(record, live.clock_started)
         engine = self._engine_factory(record.request)
         root, row_fields = root_span(record, engine=engine.name, model=engine.model)
         with root:

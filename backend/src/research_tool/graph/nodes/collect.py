@@ -62,7 +62,7 @@ async def gather_until(coros: list[Coroutine[Any, Any, T]], stop: asyncio.Event,
 
 
 def session_deadline(state: ResearchState, limits: SessionLimits) -> float:
-    return time.monotonic() + max(0.0, limits.max_execution_time_s - elapsed_total(state))
+    return time.monotonic() + max(0.0, limits.working_time_s - elapsed_total(state))
 
 
 def merge_outcomes(

@@ -56,7 +56,7 @@ def _guards(state: ResearchState, ctx: ResearchContext, limits: SessionLimits, i
     return GuardReadings(
         stop_requested=ctx.stop_requested(),
         elapsed_s=elapsed_total(state),
-        max_execution_time_s=limits.max_execution_time_s,
+        max_execution_time_s=limits.working_time_s,  # the rest of the limit writes the report
         provider_calls=len(calls),
         provider_call_budget=limits.provider_call_budget,
         tokens_used=tokens_total(state),

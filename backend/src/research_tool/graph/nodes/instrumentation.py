@@ -1,8 +1,9 @@
 """Phase boundaries: every node emits phase_started/phase_completed, logs, and records its time.
 
-Before a node runs, the engine is told what the session has left (its deadline from the time limit minus
-the time the nodes have spent, and the token budget minus the tokens spent), so a model call never outlives
-the session, and whom to tell when a step falls back to the offline engine (a `model_fallback` event)."""
+Before a node runs, the engine is told what the session has left (its deadline: the time limit minus the
+reserve for writing the report (`SessionLimits.working_time_s`) minus the time spent so far; the token budget
+minus the tokens spent), so a model call never outlives the session, and whom to tell when a step falls back
+to the offline engine (a `model_fallback` event)."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def bind_engine(state: ResearchState, ctx: ResearchContext, phase_name: str, now
     tier = state.get("tier") or (state.get("request") or {}).get("tier") or "standard"
     limits = resolve_limits(tier, state.get("request") or {}, ctx.settings)
     time_limit = limits.max_execution_time_s
-    remaining = time_limit - elapsed_total(state)
+    remaining = limits.working_time_s - elapsed_total(state)  # the finish reserve is not the model's
     label = "the session's time"
     if not state.get("provider_calls") and phase_name in PRE_SEARCH_PHASES:
         allowed = pre_search_allowance_s(time_limit)
