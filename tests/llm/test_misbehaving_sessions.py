@@ -98,7 +98,9 @@ async def test_a_hanging_model_ends_at_the_time_limit_with_search_done_and_degra
     assert meta["provider_calls"] >= 1 and meta["sources_retrieved"] >= 1, "search did not run"
     assert meta["degraded_mode"] is True
     assert {f["reason"] for f in meta["fallbacks"]} == {"session_deadline"}
-    assert result.report["stop_reason"] == "max_execution_time"
+    # Once the model has shown no first token within the time it had, prompts it could not evaluate in the time
+    # left are not sent (issue 35): those steps are done offline at once, so the session may end before its limit.
+    assert result.report["stop_reason"] in {"max_execution_time", "sufficient"}
     first = server.requests[0]  # clarify: the session's clock starts with it
     late = [r.step for r in server.requests if r.received > first.received + limit_s + 0.5]
     assert not late, f"model calls started after the session's deadline: {late}"

@@ -39,6 +39,7 @@ from research_tool.engines.base import ReasoningEngine
 from research_tool.engines.llm import Closer, LLMEngine, LLMLimits
 from research_tool.engines.output_format import OLLAMA_FORMS, OPENAI_FORMS, ChatRequests, prompt_only, server_format
 from research_tool.engines.preflight import ollama_preflight, openai_preflight
+from research_tool.engines.prompt_timing import server_timing
 
 log = get_logger(__name__)
 
@@ -160,8 +161,9 @@ def _openai_requests(spec: ModelSpec, settings: Settings, base_url: str) -> Chat
     OpenAI-compatible server also gets `max_tokens`, the field llama.cpp's and vLLM's servers read."""
     own_api = urlsplit(base_url).hostname == urlsplit(OPENAI_DEFAULT_BASE_URL).hostname
     extra: dict[str, object] = {} if own_api else {"max_tokens": MAX_ANSWER_TOKENS}
-    server = server_format(_server_key(spec, base_url), settings.llm_structured_output, OPENAI_FORMS)
-    return ChatRequests(provider="openai", server=server, extra_body=extra)
+    key = _server_key(spec, base_url)
+    server = server_format(key, settings.llm_structured_output, OPENAI_FORMS)
+    return ChatRequests(provider="openai", server=server, extra_body=extra, timing=server_timing(key))
 
 
 def _ollama_engine(
@@ -190,6 +192,7 @@ def _ollama_engine(
         requests=ChatRequests(
             provider="ollama",
             server=server_format(_server_key(spec, base_url), settings.llm_structured_output, OLLAMA_FORMS),
+            timing=server_timing(_server_key(spec, base_url)),
         ),
     )
 

@@ -21,6 +21,10 @@ What bounds one model call (issue 14):
 - the session's deadline (`bound_calls`, set by the graph before every node from RESEARCH_MAX_EXECUTION_TIME_S
   minus the time spent): a call running then is cancelled, none starts after it, and a retry only runs in the
   time left;
+- the server's prompt speed (`prompt_timing`, measured from earlier calls to the same server): a prompt whose
+  evaluation would not end well inside the call's time is sent with less of its sources' text
+  (`PROMPT_SHARES`), or not at all, because a server evaluates a prompt it has begun to its end, after the
+  call is cancelled (issue 35);
 - the session's token budget: a call whose prompt plus `max_answer_tokens` (sent as the provider's
   max_tokens) does not fit in what is left is never sent;
 - `max_answer_chars`: a longer answer is rejected (retried once, then offline) and never parsed.
@@ -106,12 +110,15 @@ M = TypeVar("M", bound=BaseModel)
 
 Preflight = Callable[[], Awaitable[None]]
 Closer = Callable[[], Awaitable[None]]
+PromptAt = Callable[[float], RenderedPrompt]  # a step's prompt with this share of its sources' text
 
 DEGRADED_NOTE = "Search capabilities were limited; answer is based on partial information."
 _CITATION_MARK = re.compile(r"\[\d+\]")
 _MAX_ERROR_CHARS = 400
 _MAX_ECHOED_ANSWER_CHARS = 2000  # of an invalid answer, quoted back in the retry conversation
 _ANSWER_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=\])\s+(?=[A-Z])")
+PROMPT_TIME_SHARE = 0.8  # of a call's time, what its prompt's predicted evaluation may take
+PROMPT_SHARES = (0.5, 0.25, 0.125)  # of the sources' text, tried in turn when the whole prompt would not fit
 
 DOMAIN_DESCRIPTIONS: dict[str, str] = {
     "general": "everyday and broad questions",
@@ -166,6 +173,15 @@ def _reply_tokens(reply: AIMessage, messages: list[BaseMessage], text: str) -> i
         return total
     sent = "".join(m.text for m in messages)
     return estimate_text_tokens(sent) + estimate_text_tokens(text)
+
+
+def _prompt_text(messages: list[BaseMessage]) -> str:
+    """The conversation as the server evaluates it, in order (for measuring and predicting its prompt time)."""
+    return "\n".join(f"{m.type}: {m.text}" for m in messages)
+
+
+def _conversation(prompt: RenderedPrompt) -> list[BaseMessage]:
+    return [SystemMessage(content=prompt.system), HumanMessage(content=prompt.user)]
 
 
 def _retry_instruction(problem: str, schema: type[BaseModel]) -> str:
@@ -303,6 +319,9 @@ class LLMEngine(ReasoningEngine):
             failed = "timed out" if self._last_failure == REASON_TIMEOUT else "failed"
             message = f"{step}: not sent: the model server {failed} {self._transport_failures} times in a row"
             return _error(self._last_failure, message, retryable=True), 0
+        too_slow = self._too_slow(step, messages)
+        if too_slow is not None:
+            return too_slow, 0
         needed = estimate_text_tokens("".join(m.text for m in messages)) + self._limits.max_answer_tokens
         if self._token_ceiling is not None:
             left = self._token_ceiling - self._tokens_used - self._reserved
@@ -313,6 +332,40 @@ class LLMEngine(ReasoningEngine):
                 )
                 return _error(REASON_TOKENS, message, retryable=False), 0
         return None, needed
+
+    def _too_slow(self, step: str, messages: list[BaseMessage]) -> ErrorResponse | None:
+        """Why this prompt must not be sent to this server now: its evaluation, predicted from the server's
+        measured prompt speed (and the prompts still ahead of it there), would not end inside the share of the
+        call's time it may take; a server that began it would go on after the call is cancelled (issue 35)."""
+        timing = self._requests.timing
+        predicted = timing.predict(_prompt_text(messages))
+        timeout, by_deadline = self._call_timeout()
+        if predicted is None or predicted <= PROMPT_TIME_SHARE * timeout:
+            return None
+        which = self._deadline_label if by_deadline else "the call's time limit (RESEARCH_LLM_TIMEOUT_S)"
+        message = (
+            f"{step}: not sent: the server evaluates about {timing.tokens_per_s or 0:.0f} prompt tokens a second, "
+            f"so this prompt would keep it busy about {predicted:.0f} s and {which} leaves {timeout:.0f} s "
+            "(a prompt it has begun goes on after the call is cancelled)"
+        )
+        reason = REASON_DEADLINE if by_deadline else REASON_TIMEOUT
+        return _error(reason, message, retryable=not by_deadline)
+
+    def _fitted(self, prompt: RenderedPrompt | PromptAt) -> RenderedPrompt:
+        """The prompt to send: the whole one, or when the server would not evaluate it in time, the largest
+        `PROMPT_SHARES` of its sources' text that it would (the smallest when none would: `_refusal` says so)."""
+        if isinstance(prompt, RenderedPrompt):
+            return prompt
+        whole = prompt(1.0)
+        if self._too_slow(whole.step, _conversation(whole)) is None:
+            return whole
+        smaller = whole
+        for share in PROMPT_SHARES:
+            smaller = prompt(share)
+            if self._too_slow(smaller.step, _conversation(smaller)) is None:
+                log.info("llm_prompt_trimmed", step=whole.step, model=self.model, share=share)
+                return smaller
+        return smaller
 
     def _call_timeout(self) -> tuple[float, bool]:
         """Seconds this call may take, and whether the session's deadline (not the call timeout) sets it."""
@@ -331,17 +384,27 @@ class LLMEngine(ReasoningEngine):
         in the strongest structured-output form the server takes, and asked again at once in the next form
         when the server refuses one (`output_format`)."""
         server = self._requests.server
+        timing = self._requests.timing
+        text = _prompt_text(messages)
         while True:
             form = server.form
             received.clear()
+            call = timing.sent(text)
+            cancelled = True  # until the stream ends or fails: a cancel leaves the server evaluating the prompt
             try:
                 async for chunk in self._chat.astream(messages, **self._requests.kwargs(form, schema)):
                     if isinstance(chunk, AIMessageChunk):
+                        if not received:
+                            timing.first_chunk(call)
                         received.append(chunk)
+                cancelled = False
             except Exception as exc:
+                cancelled = False
                 if not received and server.refused(form, exc):
                     continue
                 raise
+            finally:
+                timing.ended(call, cancelled=cancelled)
             if form == server.form:
                 server.confirm()
             if not received:
@@ -400,9 +463,12 @@ class LLMEngine(ReasoningEngine):
         self._transport_failures = 0
         return reply, 0
 
-    async def _ask(self, prompt: RenderedPrompt, schema: type[M], convert: Callable[[M], T]) -> _Outcome[T]:
-        step = prompt.step
-        messages: list[BaseMessage] = [SystemMessage(content=prompt.system), HumanMessage(content=prompt.user)]
+    async def _ask(self, prompt: RenderedPrompt | PromptAt, schema: type[M], convert: Callable[[M], T]) -> _Outcome[T]:
+        """Ask the model for one step's answer. `prompt` given as a function of the share of its sources' text
+        may be sent with less of it when the server's prompt speed asks for it (`_fitted`)."""
+        fitted = self._fitted(prompt)
+        step = fitted.step
+        messages = _conversation(fitted)
         tokens = 0
         problem = ""
         for attempt in (1, 2):
@@ -429,7 +495,7 @@ class LLMEngine(ReasoningEngine):
                         f"the answer is {len(text)} characters long, over the bound of "
                         f"{self._limits.max_answer_chars}; answer with the JSON object only, briefly"
                     )
-                value = convert(parse_structured(text, schema, instructions=prompt.system))
+                value = convert(parse_structured(text, schema, instructions=fitted.system))
             except EngineOutputError as exc:
                 problem = exc.message
                 log.warning("llm_answer_invalid", step=step, model=self.model, attempt=attempt, problem=problem)
@@ -549,12 +615,15 @@ class LLMEngine(ReasoningEngine):
         if not text.strip():
             return EngineStep(value=ExtractResult())
         limits = self._limits
-        prompt = load_prompt("extract").render(
-            query=query,
-            source=source_block(1, text, title=source.title, url=source.url, max_chars=limits.max_source_chars),
-            max_facts=limits.max_facts_per_source,
-            max_entities=limits.max_entities_per_source,
-        )
+
+        def prompt(share: float) -> RenderedPrompt:
+            shown = max(1, int(share * limits.max_source_chars))
+            return load_prompt("extract").render(
+                query=query,
+                source=source_block(1, text, title=source.title, url=source.url, max_chars=shown),
+                max_facts=limits.max_facts_per_source,
+                max_entities=limits.max_entities_per_source,
+            )
 
         guard = ContactGuard([source.url, source.title, text])
 
@@ -676,16 +745,14 @@ class LLMEngine(ReasoningEngine):
     async def synthesize(self, request: SynthesisInput) -> EngineStep[SynthesisDraft]:
         limits = self._limits
         numbers = {ns.source.url: ns.n for ns in request.sources}
-        blocks = "\n\n".join(
-            source_block(
-                ns.n,
-                ns.source.text(),
-                title=ns.source.title,
-                url=ns.source.url,
-                max_chars=limits.synthesis_source_chars,
+
+        def blocks(share: float) -> str:
+            shown = max(1, int(share * limits.synthesis_source_chars))
+            return "\n\n".join(
+                source_block(ns.n, ns.source.text(), title=ns.source.title, url=ns.source.url, max_chars=shown)
+                for ns in request.sources
             )
-            for ns in request.sources
-        )
+
         facts = _bullet_lines(
             f"{'[verified] ' if f.verified else ''}{escape_data(f.statement)} "
             + "".join(f"[{numbers[u]}]" for u in f.source_urls if u in numbers)
@@ -700,14 +767,16 @@ class LLMEngine(ReasoningEngine):
         selection = select_answer(request.query, request.sources, similarity=request.similarity)
         leads = selection.sentences if selection.answered else selection.closest
         answer_sentences = _bullet_lines(f"{escape_data(c.statement)} [{c.n}]" for c in leads)
-        prompt = load_prompt("synthesize").render(
-            query=request.query,
-            max_findings=request.max_findings,
-            notes=" ".join(notes) or "none",
-            answer_sentences=answer_sentences or "(none found)",
-            sources=blocks or "(no sources were retrieved)",
-            facts=facts,
-        )
+
+        def prompt(share: float) -> RenderedPrompt:
+            return load_prompt("synthesize").render(
+                query=request.query,
+                max_findings=request.max_findings,
+                notes=" ".join(notes) or "none",
+                answer_sentences=answer_sentences or "(none found)",
+                sources=blocks(share) or "(no sources were retrieved)",
+                facts=facts,
+            )
 
         def convert(answer: SynthesizeAnswer) -> SynthesisDraft:
             text = clean_answer(answer.answer)
@@ -741,10 +810,13 @@ class LLMEngine(ReasoningEngine):
     async def check_support(self, claim: str, source_text: str) -> EngineStep[bool]:
         """Does `source_text` support `claim`? When the model cannot say (server down, invalid answers twice)
         the value is True (a check that could not run never deletes a claim) and the error is recorded."""
-        prompt = load_prompt("citation_support").render(
-            claim=escape_data(claim.strip()),
-            source=source_block("cited", source_text, max_chars=self._limits.support_source_chars),
-        )
+
+        def prompt(share: float) -> RenderedPrompt:
+            shown = max(1, int(share * self._limits.support_source_chars))
+            return load_prompt("citation_support").render(
+                claim=escape_data(claim.strip()), source=source_block("cited", source_text, max_chars=shown)
+            )
+
         outcome = await self._ask(prompt, SupportAnswer, lambda a: a.supported)
         if outcome.value is None:
             assert outcome.error is not None

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from research_tool.core.logging import get_logger
+from research_tool.engines.prompt_timing import PromptTiming, forget_timings
 
 log = get_logger(__name__)
 
@@ -108,19 +109,22 @@ def server_format(key: str, setting: str, default: tuple[OutputForm, ...]) -> Se
 
 
 def forget_servers() -> None:
-    """Drop every remembered form (tests that restart a server on the same address)."""
+    """Drop every remembered form and prompt timing (tests that restart a server on the same address)."""
     with _REMEMBERED_LOCK:
         _REMEMBERED.clear()
+    forget_timings()
 
 
 @dataclass(frozen=True)
 class ChatRequests:
     """What the engine adds to every chat call to one server: the output cap in the field the server reads
-    (`extra_body`, OpenAI protocol only) and the structured-output form (`server`)."""
+    (`extra_body`, OpenAI protocol only) and the structured-output form (`server`); and how fast the server
+    evaluates prompts (`timing`, `prompt_timing`)."""
 
     provider: Literal["openai", "ollama", "anthropic"]
     server: ServerFormat
     extra_body: dict[str, Any] = field(default_factory=dict)
+    timing: PromptTiming = field(default_factory=PromptTiming)
 
     def kwargs(self, form: OutputForm, schema: type[BaseModel]) -> dict[str, Any]:
         """Keyword arguments for the chat model's `astream` for one call in `form`."""

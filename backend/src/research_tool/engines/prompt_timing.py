@@ -1,0 +1,168 @@
+"""How fast a model server evaluates prompts, measured from the engine's own calls and remembered per server
+(issue 35), so that the engine never sends a prompt whose evaluation cannot finish before the call's deadline.
+
+Why: llama.cpp's servers check for a closed connection between answer tokens, but a prompt whose evaluation has
+begun is evaluated to its end. A call cancelled while its prompt is evaluated keeps the server busy after it
+(measured: a 2,021-token prompt at 23 tokens/s, 87 s): streaming cannot stop that; not sending it can.
+
+Measured: the time from sending a call to its first streamed chunk, against the call's *new* prompt tokens
+(estimated at 4 characters a token, the same estimate the prediction uses, so its bias cancels out). New: the
+part after the longest prefix it shares with the previous prompt sent to the server, which llama.cpp reuses
+from its cache (a server without such a cache is measured slower than it is: the prediction errs careful).
+Only a call sent while no other call to the server was waiting for its first chunk, and no cancelled prompt
+was still being evaluated, is measured (a queued call's wait is not its evaluation). A call cancelled before
+its first chunk shows the server at least that slow: the speed is set to that bound when it is slower than
+the estimate. Otherwise the speed is the decayed ratio of the seconds to the tokens of recent measurements:
+recent calls weigh most, long prompts more than short ones.
+
+Predicted: the server evaluates one prompt at a time, so a call's prompt is evaluated after the calls still
+waiting for their first chunk, and after a cancelled prompt the server is still evaluating; the prediction is
+when its own evaluation would end. Without a measurement there is no prediction (the first call is sent as is).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+
+from research_tool.engines.compaction import estimate_text_tokens
+
+DECAY = 0.5  # the weight the earlier measurements keep at each new one
+MIN_MEASURED_TOKENS = 32  # a shorter new prompt measures the server's latency, not its prompt speed
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of two strings."""
+    end = min(len(a), len(b))
+    at = 0
+    while at < end:
+        stop = min(end, at + 256)
+        if a[at:stop] != b[at:stop]:
+            while a[at] == b[at]:
+                at += 1
+            return at
+        at = stop
+    return end
+
+
+@dataclass
+class _Call:
+    new_tokens: int
+    sent: float
+    measured: bool  # sent while nothing else was evaluated: its time to the first chunk is its evaluation
+    queued_s: float  # the evaluations predicted ahead of it when it was sent
+    predicted_s: float | None  # its own evaluation, as predicted when it was sent
+
+
+@dataclass
+class PromptTiming:
+    """One server's prompt-evaluation speed and the calls in flight to it (thread-safe: one per server, shared
+    by every session in the process)."""
+
+    key: str = ""
+    _seconds: float = 0.0  # decayed sums of the measurements
+    _tokens: float = 0.0
+    _last_prompt: str = ""
+    _pending: dict[int, _Call] = field(default_factory=dict)  # calls without their first chunk yet
+    _busy_until: float = 0.0  # a cancelled prompt's evaluation is predicted to end then
+    _ids: itertools.count[int] = field(default_factory=itertools.count)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def seconds_per_token(self) -> float | None:
+        with self._lock:
+            return self._seconds / self._tokens if self._tokens > 0 else None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        per_token = self.seconds_per_token
+        return 1.0 / per_token if per_token else None
+
+    def new_tokens(self, prompt: str) -> int:
+        """The tokens of `prompt` the server has not just evaluated (after the prefix it shares with the last)."""
+        with self._lock:
+            shared = shared_prefix(prompt, self._last_prompt)
+        return estimate_text_tokens(prompt[shared:])
+
+    def _queue_s(self, now: float) -> float:
+        """The evaluation predicted ahead of a call sent now (under the lock)."""
+        queued = sum(c.predicted_s or 0.0 for c in self._pending.values())
+        return max(0.0, self._busy_until - now) + queued
+
+    def predict(self, prompt: str, now: float | None = None) -> float | None:
+        """Seconds from `now` until the server would have evaluated `prompt` sent now, or None (not measured)."""
+        per_token = self.seconds_per_token
+        if per_token is None:
+            return None
+        own = self.new_tokens(prompt) * per_token
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            return self._queue_s(now) + own
+
+    def sent(self, prompt: str, now: float | None = None) -> int:
+        """A call with `prompt` was sent; returns its id for `first_chunk` and `ended`."""
+        now = time.monotonic() if now is None else now
+        per_token = self.seconds_per_token
+        new = self.new_tokens(prompt)
+        with self._lock:
+            queued_s = self._queue_s(now)
+            call_id = next(self._ids)
+            self._pending[call_id] = _Call(
+                new_tokens=new,
+                sent=now,
+                measured=queued_s <= 0 and not self._pending and new >= MIN_MEASURED_TOKENS,
+                queued_s=queued_s,
+                predicted_s=new * per_token if per_token is not None else None,
+            )
+            self._last_prompt = prompt
+        return call_id
+
+    def first_chunk(self, call_id: int, now: float | None = None) -> None:
+        """The call's first streamed chunk arrived: its prompt is evaluated."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            call = self._pending.pop(call_id, None)
+            if call is not None and call.measured:
+                self._observe(now - call.sent, call.new_tokens)
+
+    def ended(self, call_id: int, now: float | None = None, *, cancelled: bool) -> None:
+        """The call ended. One `cancelled` before its first chunk leaves the server evaluating its prompt:
+        until when is predicted from the speed, which is at least as slow as its wait so far shows. One that
+        failed (an HTTP error, a refused form) was not evaluated."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            call = self._pending.pop(call_id, None)
+            if call is None or not cancelled:
+                return
+            waited = now - call.sent
+            if call.measured and (self._tokens <= 0 or waited / call.new_tokens > self._seconds / self._tokens):
+                self._seconds, self._tokens = waited, float(call.new_tokens)  # slower than thought: this slow
+            if self._tokens > 0:
+                own = call.new_tokens * self._seconds / self._tokens
+                self._busy_until = max(self._busy_until, call.sent + call.queued_s + own)
+
+    def _observe(self, seconds: float, tokens: int) -> None:
+        self._seconds = DECAY * self._seconds + seconds
+        self._tokens = DECAY * self._tokens + tokens
+
+
+_REMEMBERED: dict[str, PromptTiming] = {}
+_REMEMBERED_LOCK = threading.Lock()
+
+
+def server_timing(key: str) -> PromptTiming:
+    """The prompt timing of the server `key` (provider, base URL and model): one per process, like its
+    structured-output form (`output_format.server_format`), so what one session measured serves the next."""
+    with _REMEMBERED_LOCK:
+        found = _REMEMBERED.get(key)
+        if found is None:
+            found = _REMEMBERED[key] = PromptTiming(key=key)
+        return found
+
+
+def forget_timings() -> None:
+    """Drop every remembered timing (tests that restart a server on the same address)."""
+    with _REMEMBERED_LOCK:
+        _REMEMBERED.clear()
