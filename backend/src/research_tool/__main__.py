@@ -1,3 +1,3 @@
-from research_tool.cli import main
+from research_tool.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import contextlib
 import json
 import os
 import sys
@@ -1242,6 +1244,18 @@ def interrupted_message() -> str:
     if session_id is None:
         return "Interrupted before a session was created; nothing was saved."
     return f"Interrupted: session {session_id} is saved; resume it with `research-tool resume {session_id}`."
+
+
+def entry() -> NoReturn:
+    """The `research-tool` command: `main`, then an exit that skips the interpreter's teardown of its modules,
+    which on a loaded machine takes seconds after everything is written and closed (issue 35: `run --max-time`
+    is the command's wall time). Exit handlers still run (log handlers, trace export, temporary files)."""
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,7 +27,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from research_tool.core.logging import get_logger
 from research_tool.engines.compaction import estimate_text_tokens
+
+log = get_logger(__name__)
 
 DECAY = 0.5  # the weight the earlier measurements keep at each new one
 MIN_MEASURED_TOKENS = 32  # a shorter new prompt measures the server's latency, not its prompt speed
@@ -124,8 +127,18 @@ class PromptTiming:
         now = time.monotonic() if now is None else now
         with self._lock:
             call = self._pending.pop(call_id, None)
-            if call is not None and call.measured:
+            if call is None:
+                return
+            if call.measured:
                 self._observe(now - call.sent, call.new_tokens)
+        log.debug(
+            "llm_prompt_timed",
+            server=self.key,
+            new_tokens=call.new_tokens,
+            seconds=round(now - call.sent, 3),
+            predicted_s=None if call.predicted_s is None else round(call.queued_s + call.predicted_s, 3),
+            measured=call.measured,
+        )
 
     def ended(self, call_id: int, now: float | None = None, *, cancelled: bool) -> None:
         """The call ended. One `cancelled` before its first chunk leaves the server evaluating its prompt:

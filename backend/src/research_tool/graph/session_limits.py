@@ -15,13 +15,13 @@ from research_tool.core.settings import Settings
 from research_tool.models.tiers import TIERS
 
 FINISH_RESERVE_SHARE = 0.05  # of the time limit, kept for writing the report ...
-FINISH_RESERVE_MIN_S = 3.0  # ... at least this (measured: about 1 s to write and 1 s for the CLI to exit on a
+FINISH_RESERVE_MIN_S = 4.0  # ... at least this (measured: up to 1 s to write and 1-4 s for the CLI to exit on a
 FINISH_RESERVE_MAX_S = 15.0  # loaded 2-core machine) and at most this, never more than a quarter of the limit
 FINISH_RESERVE_MAX_SHARE = 0.25
 
 
 def finish_reserve_s(time_limit_s: float) -> float:
-    """The end of the time limit that searching and the model steps may not use: 5% of it, at least 3 s, at
+    """The end of the time limit that searching and the model steps may not use: 5% of it, at least 4 s, at
     most 15 s, and never more than a quarter of it."""
     wanted = max(FINISH_RESERVE_SHARE * time_limit_s, FINISH_RESERVE_MIN_S)
     return min(wanted, FINISH_RESERVE_MAX_S, FINISH_RESERVE_MAX_SHARE * time_limit_s)

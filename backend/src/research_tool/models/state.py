@@ -98,6 +98,9 @@ def current_facts(facts: dict[str, JSONDict] | None) -> dict[str, JSONDict]:
     return {fid: f for fid, f in (facts or {}).items() if not f.get("duplicate")}
 
 
+START_KEY = "start:0"  # `elapsed`: the time before the first node the limit counts (the CLI's start-up)
+
+
 class ResearchState(TypedDict, total=False):
     # Set once at start.
     session_id: str
@@ -135,7 +138,8 @@ class ResearchState(TypedDict, total=False):
     reflections: Annotated[dict[str, JSONDict], merge_dicts]  # str(iteration) -> ReflectionResponse dump
     error_log: Annotated[dict[str, JSONDict], merge_dicts]
     tokens: Annotated[dict[str, int], merge_dicts]  # "step:iteration" -> tokens used
-    elapsed: Annotated[dict[str, float], merge_dicts]  # "node:iteration" -> seconds spent
+    # "node:iteration" -> seconds spent; `START_KEY`: the time before the first node that the limit counts
+    elapsed: Annotated[dict[str, float], merge_dicts]
 
     # Decision and output.
     should_stop: bool

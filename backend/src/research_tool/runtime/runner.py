@@ -30,7 +30,7 @@ from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
-from research_tool.models.state import ResearchState, current_facts
+from research_tool.models.state import START_KEY, ResearchState, current_facts
 from research_tool.models.stop_reasons import stop_label
 from research_tool.runtime.admission import Admission
 from research_tool.runtime.heap_trim import HeapTrimmer
@@ -54,9 +54,6 @@ class SessionLeasing(Protocol):
     async def release(self, session_id: str) -> None: ...
 
     async def queued_count(self) -> int: ...
-
-
-START_KEY = "start:0"  # the `elapsed` entry for the time before the first node that the time limit counts
 
 
 def initial_state(record: SessionRecord, clock_started: float | None = None) -> ResearchState:
@@ -372,7 +369,6 @@ class SessionRunner:
         config: RunnableConfig = {"configurable": {"thread_id": session_id}, "recursion_limit": RECURSION_LIMIT}
         snapshot = await self.graph.aget_state(config)
         resuming = bool(snapshot.values)
-        graph_input: Any = None if resuming else initial_state(record, live.clock_started)
         engine = self._engine_factory(record.request)
         root, row_fields = root_span(record, engine=engine.name, model=engine.model)
         with root:
@@ -391,6 +387,9 @@ class SessionRunner:
             try:
                 await engine.check()
                 ctx = self._context_factory(record, engine, live.stop)
+                # made last, so the time limit counts the engine's set-up and preflight when it counts from
+                # before the session (`clock_started`)
+                graph_input: Any = None if resuming else initial_state(record, live.clock_started)
                 await self._stream(session_id, graph_input, config, ctx, live)
             except asyncio.CancelledError:
                 log.info("session_cancelled", session_id=session_id)

@@ -19,7 +19,7 @@ from research_tool.core.logging import get_logger
 from research_tool.engines.base import CallLimits, FallbackNotice
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.session_limits import resolve_limits
-from research_tool.models.state import ResearchState
+from research_tool.models.state import START_KEY, ResearchState
 
 log = get_logger("research_tool.graph")
 
@@ -103,8 +103,9 @@ def bind_engine(state: ResearchState, ctx: ResearchContext, phase_name: str, now
     remaining = limits.working_time_s - elapsed_total(state)  # the finish reserve is not the model's
     label = "the session's time"
     if not state.get("provider_calls") and phase_name in PRE_SEARCH_PHASES:
-        allowed = pre_search_allowance_s(time_limit)
-        remaining = allowed - elapsed_total(state)
+        start = float((state.get("elapsed") or {}).get(START_KEY, 0.0))  # the CLI's start-up, when counted
+        allowed = pre_search_allowance_s(time_limit - start)  # a share of the time the session itself has
+        remaining = start + allowed - elapsed_total(state)
         label = f"the model's share of the time before the first search ({allowed:.0f} s of {time_limit:.0f})"
     deadline = now + max(0.0, remaining)
     tokens_left = limits.token_budget - tokens_total(state)
