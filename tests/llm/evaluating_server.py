@@ -195,3 +195,6 @@ class EvaluatingServer(ScriptedChatServer):
         super().stop()
         for evaluation in self.evaluations:
             evaluation.done.set()
+
+    def __enter__(self) -> EvaluatingServer:
+        return self.start()
