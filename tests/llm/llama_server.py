@@ -105,12 +105,6 @@ class LlamaServer:
         response.raise_for_status()
         return float(response.json()["usage"]["prompt_tokens"]) / max(seconds, 1e-3)
 
-    def prompt_seconds(self, body: dict[str, Any]) -> float:
-        """How long this server may take to evaluate the prompt of a chat request: generously, 3 characters a
-        token (code and markup tokenize densely) and half as slow again as measured (the machine is shared)."""
-        chars = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
-        return 1.5 * chars / 3 / max(self.prompt_tokens_per_s, 1.0)
-
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"

@@ -19,7 +19,7 @@ from research_tool.engines.base import CallLimits
 from research_tool.engines.factory import create_engine
 from research_tool.engines.llm import LLMEngine
 from research_tool.engines.output_format import forget_servers
-from research_tool.engines.prompt_timing import PromptTiming, shared_prefix
+from research_tool.engines.prompt_timing import PromptTiming, prompt_work, shared_prefix
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
 from research_tool.models.request import ResearchRequest
@@ -60,8 +60,10 @@ def test_the_speed_is_measured_from_the_first_chunk_of_a_call_sent_alone() -> No
     call = timing.sent("a" * 4000, now=0.0)  # 1,000 tokens at 4 characters a token
     timing.first_chunk(call, now=2.0)
     timing.ended(call, now=3.0, cancelled=False)
-    assert timing.tokens_per_s == pytest.approx(500)
+    assert prompt_work(0, 1000) == pytest.approx(1200)  # token i costs 1 + i / 2500 early tokens
+    assert timing.tokens_per_s == pytest.approx(600)
     assert timing.predict("b" * 4000, now=10.0) == pytest.approx(2.0)
+    assert timing.predict("b" * 8000, now=10.0) == pytest.approx(2.0 * prompt_work(0, 2000) / 1200)  # > 4.0
 
 
 def test_the_prefix_the_server_has_just_evaluated_is_not_counted_again() -> None:
@@ -76,24 +78,25 @@ def test_the_prefix_the_server_has_just_evaluated_is_not_counted_again() -> None
 def test_calls_without_their_first_chunk_are_ahead_in_the_queue_and_not_measured() -> None:
     timing = PromptTiming()
     call = timing.sent("a" * 4000, now=0.0)
-    timing.first_chunk(call, now=2.0)  # 500 tokens/s
+    timing.first_chunk(call, now=2.0)  # 600 early tokens a second
     ahead = timing.sent("b" * 4000, now=10.0)
-    assert timing.predict("c" * 2000, now=10.0) == pytest.approx(2.0 + 1.0), "its own 1 s after the 2 s ahead"
+    own = prompt_work(0, 500) / 600
+    assert timing.predict("c" * 2000, now=10.0) == pytest.approx(2.0 + own), "its own after the 2 s ahead"
     queued = timing.sent("c" * 2000, now=10.0)
     timing.first_chunk(ahead, now=12.0)
     timing.first_chunk(queued, now=20.0)  # its wait was the queue's, not its evaluation
-    assert timing.tokens_per_s == pytest.approx(500)
+    assert timing.tokens_per_s == pytest.approx(600)
 
 
 def test_a_call_cancelled_before_its_first_chunk_slows_the_estimate_and_keeps_the_server_busy() -> None:
     timing = PromptTiming()
     call = timing.sent("a" * 4000, now=0.0)
-    timing.first_chunk(call, now=2.0)  # 500 tokens/s
+    timing.first_chunk(call, now=2.0)  # 600 early tokens a second
     slow = timing.sent("b" * 4000, now=10.0)
     timing.ended(slow, now=16.0, cancelled=True)  # no first chunk in 6 s: at least that slow
-    assert timing.tokens_per_s == pytest.approx(1000 / 6)
+    assert timing.tokens_per_s == pytest.approx(1200 / 6)
     # the server goes on evaluating the cancelled prompt (6 s at that speed): a prompt sent before it ends waits
-    assert timing.predict("c" * 400, now=13.0) == pytest.approx(3.0 + 0.6)
+    assert timing.predict("c" * 400, now=13.0) == pytest.approx(3.0 + prompt_work(0, 100) / 200)
 
 
 def test_a_refused_call_leaves_the_server_idle() -> None:

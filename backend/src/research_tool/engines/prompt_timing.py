@@ -5,10 +5,11 @@ Why: llama.cpp's servers check for a closed connection between answer tokens, bu
 begun is evaluated to its end. A call cancelled while its prompt is evaluated keeps the server busy after it
 (measured: a 2,021-token prompt at 23 tokens/s, 87 s): streaming cannot stop that; not sending it can.
 
-Measured: the time from sending a call to its first streamed chunk, against the call's *new* prompt tokens
-(estimated at 4 characters a token, the same estimate the prediction uses, so its bias cancels out). New: the
-part after the longest prefix it shares with the previous prompt sent to the server, which llama.cpp reuses
-from its cache (a server without such a cache is measured slower than it is: the prediction errs careful).
+Measured: the time from sending a call to its first streamed chunk, against the work of evaluating the call's
+*new* prompt tokens (estimated at 4 characters a token, as the prediction does; a later token costs more than an
+early one: `prompt_work`). New: the part after the longest prefix it shares with the previous prompt sent to
+the server, which llama.cpp reuses from its cache (a server without such a cache is measured slower than it is:
+the prediction errs careful).
 Only a call sent while no other call to the server was waiting for its first chunk, and no cancelled prompt
 was still being evaluated, is measured (a queued call's wait is not its evaluation). A call cancelled before
 its first chunk shows the server at least that slow: the speed is set to that bound when it is slower than
@@ -34,6 +35,11 @@ log = get_logger(__name__)
 
 DECAY = 0.5  # the weight the earlier measurements keep at each new one
 MIN_MEASURED_TOKENS = 32  # a shorter new prompt measures the server's latency, not its prompt speed
+# A token late in a long prompt costs more than an early one (attention looks back at every token before it):
+# token i costs 1 + i / CONTEXT_COST_TOKENS. Measured here with llama.cpp and SmolLM2-135M on 2 cores: a
+# 2,200-token prompt took 1.4 times as long a token as a 240-token one. A larger model spends relatively less on
+# attention, so for it this overestimates long prompts measured on short ones: the careful side.
+CONTEXT_COST_TOKENS = 2500.0
 
 
 def shared_prefix(a: str, b: str) -> int:
@@ -50,9 +56,17 @@ def shared_prefix(a: str, b: str) -> int:
     return end
 
 
+def prompt_work(cached_tokens: int, new_tokens: int) -> float:
+    """The cost of evaluating `new_tokens` after `cached_tokens` already in the server's cache, in units of an
+    early token (the sum of 1 + i / CONTEXT_COST_TOKENS over the new tokens' positions i)."""
+    middle = cached_tokens + new_tokens / 2
+    return new_tokens * (1.0 + middle / CONTEXT_COST_TOKENS)
+
+
 @dataclass
 class _Call:
     new_tokens: int
+    work: float
     sent: float
     measured: bool  # sent while nothing else was evaluated: its time to the first chunk is its evaluation
     queued_s: float  # the evaluations predicted ahead of it when it was sent
@@ -75,6 +89,7 @@ class PromptTiming:
 
     @property
     def seconds_per_token(self) -> float | None:
+        """Seconds an early prompt token takes (a later one takes more: `prompt_work`)."""
         with self._lock:
             return self._seconds / self._tokens if self._tokens > 0 else None
 
@@ -85,9 +100,17 @@ class PromptTiming:
 
     def new_tokens(self, prompt: str) -> int:
         """The tokens of `prompt` the server has not just evaluated (after the prefix it shares with the last)."""
+        return self._split(prompt)[1]
+
+    def _split(self, prompt: str) -> tuple[int, int]:
+        """(tokens of the prefix the server has cached, tokens after it) of `prompt`."""
         with self._lock:
             shared = shared_prefix(prompt, self._last_prompt)
-        return estimate_text_tokens(prompt[shared:])
+        return estimate_text_tokens(prompt[:shared]), estimate_text_tokens(prompt[shared:])
+
+    def work(self, prompt: str) -> float:
+        """What evaluating `prompt` now costs the server, in early-token units (`prompt_work`)."""
+        return prompt_work(*self._split(prompt))
 
     def _queue_s(self, now: float) -> float:
         """The evaluation predicted ahead of a call sent now (under the lock)."""
@@ -99,7 +122,7 @@ class PromptTiming:
         per_token = self.seconds_per_token
         if per_token is None:
             return None
-        own = self.new_tokens(prompt) * per_token
+        own = self.work(prompt) * per_token
         now = time.monotonic() if now is None else now
         with self._lock:
             return self._queue_s(now) + own
@@ -108,16 +131,18 @@ class PromptTiming:
         """A call with `prompt` was sent; returns its id for `first_chunk` and `ended`."""
         now = time.monotonic() if now is None else now
         per_token = self.seconds_per_token
-        new = self.new_tokens(prompt)
+        cached, new = self._split(prompt)
+        work = prompt_work(cached, new)
         with self._lock:
             queued_s = self._queue_s(now)
             call_id = next(self._ids)
             self._pending[call_id] = _Call(
                 new_tokens=new,
+                work=work,
                 sent=now,
                 measured=queued_s <= 0 and not self._pending and new >= MIN_MEASURED_TOKENS,
                 queued_s=queued_s,
-                predicted_s=new * per_token if per_token is not None else None,
+                predicted_s=work * per_token if per_token is not None else None,
             )
             self._last_prompt = prompt
         return call_id
@@ -130,7 +155,7 @@ class PromptTiming:
             if call is None:
                 return
             if call.measured:
-                self._observe(now - call.sent, call.new_tokens)
+                self._observe(now - call.sent, call.work)
         log.debug(
             "llm_prompt_timed",
             server=self.key,
@@ -150,15 +175,15 @@ class PromptTiming:
             if call is None or not cancelled:
                 return
             waited = now - call.sent
-            if call.measured and (self._tokens <= 0 or waited / call.new_tokens > self._seconds / self._tokens):
-                self._seconds, self._tokens = waited, float(call.new_tokens)  # slower than thought: this slow
+            if call.measured and (self._tokens <= 0 or waited / call.work > self._seconds / self._tokens):
+                self._seconds, self._tokens = waited, call.work  # slower than thought: at least this slow
             if self._tokens > 0:
-                own = call.new_tokens * self._seconds / self._tokens
+                own = call.work * self._seconds / self._tokens
                 self._busy_until = max(self._busy_until, call.sent + call.queued_s + own)
 
-    def _observe(self, seconds: float, tokens: int) -> None:
+    def _observe(self, seconds: float, work: float) -> None:
         self._seconds = DECAY * self._seconds + seconds
-        self._tokens = DECAY * self._tokens + tokens
+        self._tokens = DECAY * self._tokens + work
 
 
 _REMEMBERED: dict[str, PromptTiming] = {}
