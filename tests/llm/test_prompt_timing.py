@@ -93,10 +93,10 @@ def test_a_call_cancelled_before_its_first_chunk_slows_the_estimate_and_keeps_th
     call = timing.sent("a" * 4000, now=0.0)
     timing.first_chunk(call, now=2.0)  # 600 early tokens a second
     slow = timing.sent("b" * 4000, now=10.0)
-    timing.ended(slow, now=16.0, cancelled=True)  # no first chunk in 6 s: at least that slow
-    assert timing.tokens_per_s == pytest.approx(1200 / 6)
-    # the server goes on evaluating the cancelled prompt (6 s at that speed): a prompt sent before it ends waits
-    assert timing.predict("c" * 400, now=13.0) == pytest.approx(3.0 + prompt_work(0, 100) / 200)
+    timing.ended(slow, now=16.0, cancelled=True)  # no first chunk in 6 s: taken as twice that slow
+    assert timing.tokens_per_s == pytest.approx(1200 / 12)
+    # the server goes on evaluating the cancelled prompt (12 s at that speed): a prompt sent meanwhile waits
+    assert timing.predict("c" * 400, now=16.0) == pytest.approx(6.0 + prompt_work(0, 100) / 100)
 
 
 def test_a_refused_call_leaves_the_server_idle() -> None:

@@ -12,9 +12,9 @@ the server, which llama.cpp reuses from its cache (a server without such a cache
 the prediction errs careful).
 Only a call sent while no other call to the server was waiting for its first chunk, and no cancelled prompt
 was still being evaluated, is measured (a queued call's wait is not its evaluation). A call cancelled before
-its first chunk shows the server at least that slow: the speed is set to that bound when it is slower than
-the estimate. Otherwise the speed is the decayed ratio of the seconds to the tokens of recent measurements:
-recent calls weigh most, long prompts more than short ones.
+its first chunk shows the server slower than its wait: when that is slower than the estimate, the speed is set
+to twice as slow as the wait shows (`UNFINISHED_FACTOR`). Otherwise the speed is the decayed ratio of the
+seconds to the work of recent measurements: recent calls weigh most, long prompts more than short ones.
 
 Predicted: the server evaluates one prompt at a time, so a call's prompt is evaluated after the calls still
 waiting for their first chunk, and after a cancelled prompt the server is still evaluating; the prediction is
@@ -40,6 +40,9 @@ MIN_MEASURED_TOKENS = 32  # a shorter new prompt measures the server's latency, 
 # 2,200-token prompt took 1.4 times as long a token as a 240-token one. A larger model spends relatively less on
 # attention, so for it this overestimates long prompts measured on short ones: the careful side.
 CONTEXT_COST_TOKENS = 2500.0
+# A prompt cancelled before its first chunk had not been evaluated by then: how much longer it takes is unknown,
+# so it is taken to need twice the time it had (the next measured call corrects the estimate).
+UNFINISHED_FACTOR = 2.0
 
 
 def shared_prefix(a: str, b: str) -> int:
@@ -174,9 +177,9 @@ class PromptTiming:
             call = self._pending.pop(call_id, None)
             if call is None or not cancelled:
                 return
-            waited = now - call.sent
+            waited = UNFINISHED_FACTOR * (now - call.sent)
             if call.measured and (self._tokens <= 0 or waited / call.work > self._seconds / self._tokens):
-                self._seconds, self._tokens = waited, call.work  # slower than thought: at least this slow
+                self._seconds, self._tokens = waited, call.work  # slower than thought
             if self._tokens > 0:
                 own = call.work * self._seconds / self._tokens
                 self._busy_until = max(self._busy_until, call.sent + call.queued_s + own)
