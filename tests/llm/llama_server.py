@@ -153,6 +153,12 @@ class Connection:
     opened: float
     client_closed: float | None = None
     buffer: bytearray = field(default_factory=bytearray)
+    gone: asyncio.Event = field(default_factory=asyncio.Event)  # set when the connection is over
+
+    def client_left(self) -> None:
+        if self.client_closed is None:
+            self.client_closed = time.monotonic()
+        self.gone.set()
 
 
 @dataclass
@@ -176,6 +182,11 @@ class RecordingProxy:
         assert self.server is not None
         port = self.server.sockets[0].getsockname()[1]
         return f"http://127.0.0.1:{port}/v1"
+
+    async def clients_gone(self) -> None:
+        """Return once the client has closed every connection it opened (the caller bounds the wait)."""
+        for connection in list(self.connections):
+            await connection.gone.wait()
 
     def chat_requests(self) -> list[dict[str, Any]]:
         return [body for _, path, body in self.requests if path.endswith("/chat/completions")]
@@ -220,7 +231,7 @@ class RecordingProxy:
                 self._parse(connection)
                 up_writer.write(chunk)
                 await up_writer.drain()
-            connection.client_closed = time.monotonic()
+            connection.client_left()
 
         async def server_to_client() -> None:
             while chunk := await up_reader.read(65536):
@@ -234,8 +245,9 @@ class RecordingProxy:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            if connection.client_closed is None and reader.at_eof():
-                connection.client_closed = time.monotonic()
+            if reader.at_eof():
+                connection.client_left()
+            connection.gone.set()  # over either way (a server that closes first closes it for both)
             for stream in (up_writer, writer):
                 stream.close()
                 with contextlib.suppress(OSError, ConnectionError):

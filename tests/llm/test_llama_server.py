@@ -13,6 +13,7 @@ of the session's end, and of a call cut short."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -159,6 +160,10 @@ async def test_a_call_cut_short_closes_its_stream_and_leaves_no_prompt_evaluatin
         step = await engine.extract(QUESTION, source, iteration=1)
     finally:
         await engine.aclose()
+    try:
+        await asyncio.wait_for(proxy.clients_gone(), ORPHAN_LIMIT_S)
+    except TimeoutError:
+        pytest.fail("the engine left a connection open")
     idle_after = llama.idle_within(ORPHAN_LIMIT_S)
 
     extract = proxy.chat_requests()[-1]
@@ -168,5 +173,4 @@ async def test_a_call_cut_short_closes_its_stream_and_leaves_no_prompt_evaluatin
     print(f"extract {'cut short at its deadline' if cut else 'answered in time'}; {speed:.0f} tokens/s measured")
     assert all(e.error.type in {"session_deadline", "engine_output"} for e in step.errors), step.errors
     assert step.tokens > 0, "a call sent counts its prompt against the budget, cut short or not"
-    assert all(c.client_closed is not None for c in proxy.connections), "the engine left a connection open"
     assert idle_after is not None, f"the server was still working {ORPHAN_LIMIT_S:.0f} s after the cancel"
