@@ -203,7 +203,7 @@ async def test_a_cancelled_call_closes_its_connection_and_its_tokens_count() -> 
     the prompt plus the partial answer count against the budget; after three timeouts the model is skipped
     as timing out, not as unavailable."""
     with OpenAIServer() as server:
-        server.default("plan", Reply(PLAN, trickle_s=0.05, trickle_bytes=8))
+        server.default("plan", Reply(PLAN, trickle_s=0.4, trickle_bytes=256))  # the first chunk at once, the rest late
         engine = create_engine(
             llm_settings("openai", server.base_url, llm_timeout_s=0.6),
             privacy_mode="local_only",
