@@ -156,7 +156,7 @@ async def test_a_call_cut_short_closes_its_stream_and_leaves_no_prompt_evaluatin
         whole_s = prompt_work(0, (len(text) + 1500) // 4) / speed  # the whole extract prompt, as predicted
         # Time for an eighth or so of the source's text and some answer tokens, not for the whole prompt: the
         # call is sent trimmed, and cut short if the model is still writing at the deadline.
-        engine.bound_calls(CallLimits(deadline=time.monotonic() + 0.48 * whole_s))
+        engine.bound_calls(CallLimits(deadline=time.monotonic() + 0.575 * whole_s))
         step = await engine.extract(QUESTION, source, iteration=1)
     finally:
         await engine.aclose()

@@ -117,7 +117,7 @@ _CITATION_MARK = re.compile(r"\[\d+\]")
 _MAX_ERROR_CHARS = 400
 _MAX_ECHOED_ANSWER_CHARS = 2000  # of an invalid answer, quoted back in the retry conversation
 _ANSWER_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=\])\s+(?=[A-Z])")
-PROMPT_TIME_SHARE = 0.6  # of a call's time, what its prompt's predicted evaluation may take (speeds vary)
+PROMPT_TIME_SHARE = 0.5  # of a call's time, what its prompt's predicted evaluation may take (speeds vary)
 PROMPT_SHARES = (0.5, 0.25, 0.125)  # of the sources' text, tried in turn when the whole prompt would not fit
 
 DOMAIN_DESCRIPTIONS: dict[str, str] = {
