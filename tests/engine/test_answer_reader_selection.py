@@ -96,3 +96,22 @@ def test_polarity_verdict() -> None:
     assert polarity_verdict("Isn't breakfast included?", "Breakfast is included in every rate.") == "Yes"
     assert polarity_verdict("Is there no parking?", "There is no parking at the museum.") == "Yes"
     assert polarity_verdict("Does the memory backend keep entries?", "It doesn't keep anything after exit.") == "No"
+
+
+def test_a_how_to_question_over_prose_pages_is_read_one_over_an_api_page_is_not() -> None:
+    prose = (
+        "Several worker processes use one store when the job runner starts one worker for each core of the machine. "
+        "To share it between them, open it with a file lock, which each of them then takes in turn."
+    )
+    question = "How do I use one store from several worker processes?"
+    read = select_answer(question, corpus(prose), reader=reader_liking("file lock"))  # type: ignore[arg-type]
+    assert read.answered and read.sentences[0].statement.startswith("To share it between them")
+    asked: list[str] = []
+
+    def reading(q: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+        asked.append(q)
+        return [0.5] * len(passages)
+
+    api = "store.open(path, *, lock=None)\n\nOpen the store at path; lock='file' shares it between worker processes."
+    select_answer(question, corpus(api), reader=reading)
+    assert asked == []  # its call signature leads (howto_answer), unread

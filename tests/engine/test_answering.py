@@ -113,6 +113,19 @@ def test_a_diagram_line_that_starts_and_ends_with_calls_is_no_signature() -> Non
     assert selection.sentences[0].statement == "wire.open(host, port=80)"
 
 
+def test_a_usage_example_is_no_call_signature() -> None:
+    text = (
+        "Tagging entries\n\n"
+        'store.set(("invoice", 881), data, tags=("customer:41",))\n\n'
+        "Call store.purge() to remove every entry in the store, expired or not."
+    )
+    docs = build_candidates([page(1, "Tagging entries", text)])
+    assert docs[0].signature is None  # it passes values: an example of a call, not what the call declares
+    declared = build_candidates([page(1, "wire", "wire.open(host, port=80, *, timeout=None)\n\nOpen a connection.")])
+    assert declared[0].signature is not None
+    assert declared[0].signature.statement == "wire.open(host, port=80, *, timeout=None)"
+
+
 def test_a_long_sentence_ending_in_a_colon_and_a_sentence_listing_names_are_statements() -> None:
     assert is_declarative("The river Tolt passes through four provinces on its way to the northern sea:")
     assert not is_declarative("Parameters of the function:")

@@ -216,7 +216,7 @@ def select_answer(
     pool = rank_candidates(intent, docs, model, similarity)
     if not pool and not any(d.signature for d in docs):
         return AnswerSelection([], None, False)
-    mix = read_candidates(intent, pool, reader) if reader is not None and reads_alone(intent, pool) else None
+    mix = read_candidates(intent, pool, reader) if reader is not None and reads_alone(intent, docs, pool) else None
     if mix is not None and intent.answer_type == "yes_no" and "yes_no" in rules and not is_comparison(intent, docs):
         return read_yes_no(intent, pool, mix)
     if intent.answer_type == "yes_no" and "yes_no" in rules:
@@ -225,7 +225,7 @@ def select_answer(
             return AnswerSelection([], None, False, closest=sorted(pool, key=lambda c: -c.score)[:2])
         said = verdict.verdict
         return AnswerSelection(verdict.sentences[: MAX_ANSWER_SENTENCES - 1], said.casefold(), True, verdict=said)
-    if intent.answer_type == "howto" and "howto_lead" in rules:
+    if intent.answer_type == "howto" and "howto_lead" in rules and mix is None:
         floor = BODY_SHARE if "body_floor" in rules else 0.0
         howto = howto_answer(intent, docs, pool, MAX_ANSWER_SENTENCES, floor)
         if not howto.answered:
@@ -324,11 +324,15 @@ def _with_support(lead: Candidate) -> list[Candidate]:
 READ_BRIDGE_TOP = 3  # a bridge among the lexical ranker's best three: the answer needs a second page
 
 
-def reads_alone(intent: QuestionIntent, pool: Sequence[Candidate]) -> bool:
+def reads_alone(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: Sequence[Candidate]) -> bool:
     """Whether one sentence with its context can answer: the reader reads one at a time, so it leaves alone a
-    how-to question (led by an API's call signature) and a question that links pages (a bridge clause in the
-    question, or a bridge, a sentence naming another page of the pool, among the lexical ranker's best three)."""
-    if intent.answer_type == "howto" or intent.links_pages:
+    how-to question that an API's call signature answers (a page of the sources has one: `howto_answer` leads with
+    it), and a question that links pages (a bridge clause in the question, or a bridge, a sentence naming another
+    page of the pool, among the lexical ranker's best three). A how-to question over pages with no call signature
+    (a tool's prose docs, a handbook) is read like any other."""
+    if intent.answer_type == "howto" and any(d.signature is not None for d in docs):
+        return False
+    if intent.links_pages:
         return False
     best = sorted(pool, key=lambda c: (-c.score, c.n, c.index))[:READ_BRIDGE_TOP]
     return not any(c.bridge for c in best)

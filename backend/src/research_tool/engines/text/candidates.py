@@ -114,7 +114,9 @@ def build_candidates(sources: Sequence[NumberedSource]) -> list[SourceDoc]:
             candidates.append(candidate)
             previous = candidate
         signature = None
-        match = next((m for m in _SIGNATURE_RE.finditer(text[:3000]) if _one_call(m.group(1))), None)
+        match = next(
+            (m for m in _SIGNATURE_RE.finditer(text[:3000]) if _one_call(m.group(1)) and _declares(m.group(1))), None
+        )
         if match and len(match.group(1)) <= MAX_SIGNATURE_CHARS:
             line = match.group(1).strip()
             signature = Candidate(
@@ -148,6 +150,28 @@ def _one_call(line: str) -> bool:
                 closed_at = i
                 break
     return closed_at == len(line.rstrip()) - 1
+
+
+# one parameter of a signature: a name (with a type or a default), *args, **kwargs, a bare * or /, "...", or an
+# optional part in brackets ("[, flags]"); a literal or a tuple in its place makes the line a call, not a signature
+_PARAMETER_RE = re.compile(r"^(?:\*{0,2}[A-Za-z_]\w*(?:\s*:[^=]+)?(?:\s*=.+)?|\*|/|\.\.\.|\[.*\]?|.*\])$", re.DOTALL)
+
+
+def _declares(line: str) -> bool:
+    """A call signature declares parameters ("run(args, *, timeout=None)"); a usage example passes values
+    (`store.set(("invoice", 881), data)`), which answers no how-to question by its name alone."""
+    inner = line[line.index("(") + 1 : line.rindex(")")].strip()
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(inner):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(inner[start:i])
+            start = i + 1
+    parts.append(inner[start:])
+    return all(_PARAMETER_RE.match(p.strip()) for p in parts if p.strip())
 
 
 def _acronyms(title: str) -> frozenset[str]:
