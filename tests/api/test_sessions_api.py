@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 from research_tool.bench.wiki_replay import WikiReplay
@@ -121,12 +123,22 @@ async def test_healthz_and_metrics(api: LiveApi, wiki: tuple[str, WikiReplay]) -
     assert (await api.client.get("/healthz")).json() == {"status": "ok"}
     sid = await api.start()
     await api.wait_status(sid, "completed")
-    text = (await api.client.get("/metrics")).text
-    samples = {
-        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
+
+    async def scrape() -> tuple[str, dict[str, float]]:
+        text = (await api.client.get("/metrics")).text
+        return text, {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line and not line.startswith("#")
+        }
+
+    # the session's final event reaches the metrics from the event stream, a moment after its status is stored
+    deadline = time.monotonic() + 10.0
+    text, samples = await scrape()
+    while samples["research_session_iterations_count"] < 1.0:
+        assert time.monotonic() < deadline, "the session's iterations never reached /metrics"
+        await asyncio.sleep(0.05)
+        text, samples = await scrape()
     assert samples['research_sessions{status="completed"}'] == 1.0
     assert samples['research_sessions{status="running"}'] == 0.0
     assert samples['research_provider_requests_total{outcome="ok",provider="wikipedia"}'] >= 1
