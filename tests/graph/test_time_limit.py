@@ -22,6 +22,7 @@ from research_tool.models.sessions import SessionRecord
 from research_tool.models.state import START_KEY
 from research_tool.runtime.composition import open_research_services
 from research_tool.runtime.runner import initial_state
+from tests.support.sessions import local_request
 
 QUESTION = "How do I run a subprocess with a timeout and capture its output?"
 
@@ -56,19 +57,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def test_a_session_launched_late_on_its_callers_clock_ends_inside_the_limit(corpus: Path, tmp_path: Path) -> None:
     limit_s = 6.0  # 1.5 s of it kept for the report; the caller has spent 4 s before the session starts
     settings = Settings(_env_file=None, data_dir=tmp_path / "data")
-    request = ResearchRequest.model_validate(
-        {
-            "query": QUESTION,
-            "providers": ["local"],
-            "corpus_dirs": [str(corpus)],
-            "fetch": False,
-            "privacy_mode": "local_only",
-            "tier": "deep",
-            "clarify": False,
-            "max_execution_time_s": limit_s,
-            "formats": ["json"],
-        }
-    )
+    request = local_request(corpus, QUESTION, tier="deep", clarify=False, max_execution_time_s=limit_s)
     async with open_research_services(settings) as services:
         record = await services.runner.create(request)
         clock_started = time.monotonic() - 4.0

@@ -29,9 +29,8 @@ from research_tool.engines.prompt_timing import prompt_work
 from research_tool.engines.structured_output import placeholder_problem
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
-from research_tool.models.request import ResearchRequest
 from research_tool.models.schemas import PlanQuery
-from tests.support.sessions import run_session
+from tests.support.sessions import local_request, run_session
 
 from .conftest import llm_settings
 from .fallback_engine import RecordingFallback
@@ -87,18 +86,7 @@ async def test_a_session_searches_ends_within_its_limit_and_says_what_the_model_
     # is cut at those 10 s and evaluated on for about as long again, which the limit leaves room for.
     limit_s = 30.0
     settings = _settings(proxy, tmp_path, max_execution_time_s=limit_s, llm_timeout_s=60.0)
-    request = ResearchRequest.model_validate(
-        {
-            "query": QUESTION,
-            "providers": ["local"],
-            "corpus_dirs": [str(corpus)],
-            "fetch": False,
-            "privacy_mode": "local_only",
-            "tier": "simple",
-            "clarify": False,
-            "formats": ["json"],
-        }
-    )
+    request = local_request(corpus, QUESTION, tier="simple", clarify=False)
     started = time.monotonic()
     result = await run_session(settings, request)  # type: ignore[arg-type]
     elapsed = time.monotonic() - started

@@ -11,7 +11,7 @@ import pytest
 
 from research_tool.demo_corpus import build_demo_corpus
 from research_tool.models.request import ResearchRequest
-from tests.support.sessions import run_session
+from tests.support.sessions import local_request, run_session
 
 from .conftest import llm_settings
 from .scripted_answers import script_session
@@ -28,16 +28,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def request_for(corpus: Path, **overrides: object) -> ResearchRequest:
-    values: dict[str, object] = {
-        "query": QUESTION,
-        "providers": ["local"],
-        "corpus_dirs": [str(corpus)],
-        "fetch": False,
-        "privacy_mode": "local_only",
-        "tier": "simple",
-        "formats": ["md", "html", "json"],
-    }
-    return ResearchRequest.model_validate(values | overrides)
+    return local_request(corpus, QUESTION, **({"tier": "simple", "formats": ["md", "html", "json"]} | overrides))
 
 
 async def test_every_step_failing_is_reported_as_fallbacks_events_and_export_lines(

@@ -13,8 +13,7 @@ import pytest
 from research_tool.demo_corpus import build_demo_corpus
 from research_tool.graph.fallback_record import fallback_metadata
 from research_tool.graph.nodes.instrumentation import pre_search_allowance_s
-from research_tool.models.request import ResearchRequest
-from tests.support.sessions import run_session
+from tests.support.sessions import local_request, run_session
 
 from .conftest import llm_settings
 from .servers import HANG, OpenAIServer, Reply
@@ -63,17 +62,7 @@ async def test_a_slow_clarify_is_cut_at_its_share_and_the_search_runs(corpus: Pa
         settings = llm_settings(
             "openai", server.base_url, data_dir=tmp_path / "data", llm_timeout_s=60.0, max_execution_time_s=limit_s
         )
-        request = ResearchRequest.model_validate(
-            {
-                "query": QUESTION,
-                "providers": ["local"],
-                "corpus_dirs": [str(corpus)],
-                "fetch": False,
-                "privacy_mode": "local_only",
-                "tier": "standard",
-                "formats": ["json"],
-            }
-        )
+        request = local_request(corpus, QUESTION, tier="standard")
         started = time.monotonic()
         result = await run_session(settings, request)
         elapsed = time.monotonic() - started

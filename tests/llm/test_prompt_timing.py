@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,7 @@ from research_tool.engines.output_format import forget_servers
 from research_tool.engines.prompt_timing import PromptTiming, prompt_work, shared_prefix
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
-from research_tool.models.request import ResearchRequest
-from tests.support.sessions import run_session
+from tests.support.sessions import local_request, run_session
 
 from .conftest import llm_settings
 from .evaluating_server import EvaluatingServer
@@ -132,7 +132,9 @@ def _ended(server: EvaluatingServer) -> None:
     assert all(e.done.wait(30) for e in server.evaluations), "an evaluation never ended"
 
 
-async def test_a_prompt_that_would_outlast_its_call_is_sent_with_less_of_the_source() -> None:
+async def _extract_measured(deadline_s: float) -> tuple[Any, EvaluatingServer, RecordingFallback]:
+    """An extract call `deadline_s` from now, after a plan call measured the server's prompt speed: the step,
+    the server (every evaluation ended) and the fallback engine."""
     fallback = RecordingFallback()
     with EvaluatingServer(chars_per_s=CHARS_PER_S) as server:
         server.default("plan", PLAN)
@@ -140,11 +142,16 @@ async def test_a_prompt_that_would_outlast_its_call_is_sent_with_less_of_the_sou
         engine = _engine(server, fallback)
         try:
             await _measure(engine)
-            engine.bound_calls(CallLimits(deadline=time.monotonic() + 4.0))  # the whole prompt needs 3.8 s, half of 4
+            engine.bound_calls(CallLimits(deadline=time.monotonic() + deadline_s))
             step = await engine.extract(QUESTION, _source(), iteration=1)
         finally:
             await engine.aclose()
         _ended(server)
+    return step, server, fallback
+
+
+async def test_a_prompt_that_would_outlast_its_call_is_sent_with_less_of_the_source() -> None:
+    step, server, fallback = await _extract_measured(4.0)  # the whole prompt needs 3.8 s, half of 4 is too little
 
     assert not step.errors, step.errors
     assert step.value.facts and all(FIRST_SENTENCE.startswith(f.evidence[0].quote) for f in step.value.facts)
@@ -155,18 +162,7 @@ async def test_a_prompt_that_would_outlast_its_call_is_sent_with_less_of_the_sou
 
 
 async def test_a_call_whose_smallest_prompt_cannot_be_evaluated_in_time_is_not_sent_and_says_why() -> None:
-    fallback = RecordingFallback()
-    with EvaluatingServer(chars_per_s=CHARS_PER_S) as server:
-        server.default("plan", PLAN)
-        server.default("extract", EXTRACT)
-        engine = _engine(server, fallback)
-        try:
-            await _measure(engine)
-            engine.bound_calls(CallLimits(deadline=time.monotonic() + 0.6))  # the smallest prompt needs 1.2 s
-            step = await engine.extract(QUESTION, _source(), iteration=1)
-        finally:
-            await engine.aclose()
-        _ended(server)
+    step, server, fallback = await _extract_measured(0.6)  # the smallest prompt needs 1.2 s
 
     assert [e.request.step for e in server.evaluations] == ["plan"], "the extract prompt reached the server"
     (error,) = step.errors
@@ -217,18 +213,7 @@ async def test_no_prompt_evaluation_outlives_a_session_against_a_slow_server(cor
             max_execution_time_s=limit_s,
             llm_structured_output="prompt",
         )
-        request = ResearchRequest.model_validate(
-            {
-                "query": QUESTION,
-                "providers": ["local"],
-                "corpus_dirs": [str(corpus)],
-                "fetch": False,
-                "privacy_mode": "local_only",
-                "tier": "standard",
-                "clarify": False,
-                "formats": ["json"],
-            }
-        )
+        request = local_request(corpus, QUESTION, tier="standard", clarify=False)
         result = await run_session(settings, request)
         ended = time.monotonic()
         _ended(server)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from research_tool.core.settings import Settings
@@ -14,6 +15,20 @@ from research_tool.runtime.composition import open_research_services
 from research_tool.runtime.session_store import SessionRecord
 
 MARKER = re.compile(r"\[(\d+)\]")
+
+
+def local_request(corpus: Path, query: str, **fields: object) -> ResearchRequest:
+    """A request that searches only the folder `corpus` (the local provider, no page fetch, nothing leaving the
+    machine) and exports JSON; `fields` add to or override these."""
+    values: dict[str, object] = {
+        "query": query,
+        "providers": ["local"],
+        "corpus_dirs": [str(corpus)],
+        "fetch": False,
+        "privacy_mode": "local_only",
+        "formats": ["json"],
+    }
+    return ResearchRequest.model_validate(values | fields)
 
 
 @dataclass
