@@ -115,3 +115,25 @@ def test_a_how_to_question_over_prose_pages_is_read_one_over_an_api_page_is_not(
     api = "store.open(path, *, lock=None)\n\nOpen the store at path; lock='file' shares it between worker processes."
     select_answer(question, corpus(api), reader=reading)
     assert asked == []  # its call signature leads (howto_answer), unread
+
+
+def test_a_lead_the_reader_read_stands_and_is_not_handed_over_by_a_second_hop() -> None:
+    painter = [
+        NumberedSource(
+            n=1,
+            source=SourceResult(
+                url="file:///orla-venn.md",
+                title="Orla Venn",
+                source_name="local",
+                full_content="Orla Venn (1811-1870) was a Danish painter of harbour scenes. "
+                "Her godfather was the shipwright Tomas Hald, a friend of her mother.",
+            ),
+        )
+    ]
+    question = "Who was the godfather of the Danish painter of harbour scenes?"
+    unread = select_answer(question, painter)
+    assert unread.sentences[0].statement.startswith("Her godfather")  # the lexical lead names only its page: hopped
+    read = select_answer(question, painter, reader=reader_liking("Danish painter"))  # type: ignore[arg-type]
+    assert read.answered and read.sentences[0].statement.startswith("Orla Venn (1811")
+    agreeing = select_answer(question, painter, reader=reader_liking("godfather was"))  # type: ignore[arg-type]
+    assert agreeing.sentences[0].statement.startswith("Her godfather")
