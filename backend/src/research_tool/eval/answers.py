@@ -43,7 +43,7 @@ from research_tool.engines.text.answering import AnswerSelection
 from research_tool.engines.text.candidates import build_candidates
 from research_tool.engines.text.ranker import bm25_scores
 from research_tool.engines.text.tokens import content_stems
-from research_tool.eval import owndocs
+from research_tool.eval import owndocs, report_audit
 from research_tool.eval.multihop import DEFAULT_EVAL_DIR, Dataset, doc_id, load_hotpotqa, load_musique
 from research_tool.models.entities import SourceResult
 from research_tool.models.request import ResearchRequest
@@ -274,14 +274,19 @@ def load_musique_set(folder: Path, work: Path) -> AnswerSet:
 
 
 def load_howto(path: Path, corpus: Path) -> AnswerSet:
+    """`dev.jsonl` and, beside it, `more.jsonl` (whose `unanswerable` questions name an API the corpus lacks:
+    empty `any_of`, the right answer says the corpus does not cover it)."""
     from research_tool.demo_corpus import build_demo_corpus
 
     build_demo_corpus(corpus)
     items = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line)
-            items.append(Item(q["id"], q["question"], list(q["any_of"]), "howto"))
+    for part in (path, path.with_name("more.jsonl")):
+        if not part.is_file():
+            continue
+        for line in part.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                q = json.loads(line)
+                items.append(Item(q["id"], q["question"], list(q["any_of"]), "howto"))
     return AnswerSet("howto", items, corpus, {})
 
 
@@ -424,6 +429,7 @@ def score(
     answer_set: AnswerSet, items: list[Item], reports: list[dict[str, Any]], base: list[dict[str, Any]]
 ) -> dict[str, Any]:
     rows = []
+    folder_texts: dict[Path, list[str]] = {}
     for item, report, b in zip(items, reports, base, strict=True):
         answer = report.get("answer", "")
         sentences = answer_sentences(answer)
@@ -461,8 +467,53 @@ def score(
             "answer": answer,
             "gold_in": _gold_in(item, report, sentences, answer_set.texts) if item.kind == "factoid" else "",
         }
+        row.update(_audit(item, report, row, _source_texts(item, report, answer_set, folder_texts)))
         rows.append(row)
     return {"set": answer_set.name, "rows": rows}
+
+
+def _source_texts(item: Item, report: dict[str, Any], answer_set: AnswerSet, cache: dict[Path, list[str]]) -> list[str]:
+    """The texts a report's entities came from: a folder's files (owndocs, how-to), else the cited documents."""
+    if item.corpus is not None or answer_set.name == "howto":
+        folder = item.corpus or answer_set.corpus
+        if folder not in cache:
+            cache[folder] = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(folder.rglob("*.*"))]
+        return cache[folder]
+    return [answer_set.texts.get(doc_id(c["url"]), "") for c in report.get("citations", [])]
+
+
+def _short_right(item: Item, short: str) -> bool:
+    """A short answer holds the gold one (either way round), or, for a question with no gold short answer, is part
+    of the gold sentence; a how-to short answer names an `any_of` API."""
+    if item.kind == "howto":
+        return any(a in short for a in item.answers)
+    if item.short:
+        return contains_gold(short, [item.short]) or contains_gold(item.short, [short])
+    if item.sentence:
+        return contains_gold(item.sentence, [short])
+    return contains_gold(short, item.answers)
+
+
+def _audit(item: Item, report: dict[str, Any], row: dict[str, Any], texts: list[str]) -> dict[str, Any]:
+    """The report audit's fields for one question (`report_audit`)."""
+    short = row["short_answer"].strip()
+    said = verdict(report) if report else None
+    unanswerable = item.kind == "unanswerable" or (item.kind == "howto" and not item.answers)
+    wrong_short = (
+        bool(short) and not unanswerable and item.kind != "yes_no" and said is None and not _short_right(item, short)
+    )
+    wrong_verdict = item.kind == "yes_no" and said is not None and said != item.answers[0].casefold()
+    given = unanswerable and (bool(short) or said is not None)
+    return {
+        "wrong_short": wrong_short,
+        "wrong_verdict": wrong_verdict,
+        "unanswerable_given": given,
+        "confident_wrong": wrong_short or wrong_verdict or given,
+        "contradicting_gaps": report_audit.contradicting_gaps(report) if row["first"] else [],
+        "verified_off": report_audit.verified_off_question(item.question, report.get("findings", [])),
+        "entity_audit": report_audit.entity_audit(report.get("entities", []), texts),
+        "gaps": report.get("gaps", []),
+    }
 
 
 def _states(sentence: str, item: Item) -> bool:
@@ -508,6 +559,16 @@ def show_misses(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         if r["kind"] == "howto" and not r["howto_ok"]:
             out.append(f"howto     {r['id']} {r['question']} | any_of {r['gold']} | {r['first_sentence']}")
+    for r in result["rows"]:
+        if r.get("confident_wrong"):
+            said = r["short_answer"] or (r["answer"].split("\n", 1)[0])
+            out.append(f"wrong     {r['id']} [{r['kind']}] {r['question']} | gold {r['gold']} | said {said!r}")
+        for gap in r.get("contradicting_gaps", []):
+            out.append(f"gap       {r['id']} {r['question']} | {gap}")
+        for finding in r.get("verified_off", []):
+            out.append(f"verified  {r['id']} {r['question']} | {finding}")
+        for name, reason in r.get("entity_audit", {}).get("no_name_examples", []):
+            out.append(f"entity    {r['id']} {name!r} ({reason})")
     return "\n".join(out)
 
 
@@ -593,10 +654,13 @@ def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
             _wrongly_not_answered_line(answerable),
         ]
     if name == "howto":
+        covered = [r for r in rows if r["gold"]]
+        uncovered = [{"x": not r["answered"]} for r in rows if not r["gold"]]
         lines += [
-            ("howto_first_two", _rate(rows, "howto_ok"), TARGETS["howto_first_two"], _rate(rows, "base_howto")),
-            ("howto_anywhere", _rate(rows, "howto_anywhere"), "", None),
-            _wrongly_not_answered_line(rows),
+            ("howto_first_two", _rate(covered, "howto_ok"), TARGETS["howto_first_two"], _rate(covered, "base_howto")),
+            ("howto_anywhere", _rate(covered, "howto_anywhere"), "", None),
+            ("howto_not_in_corpus_refused", _rate(uncovered, "x"), "", 0.0),
+            _wrongly_not_answered_line(covered),
         ]
     markers = sum(r["markers"] for r in rows)
     if markers:
@@ -608,6 +672,7 @@ def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
                 None,
             )
         )
+    lines += [(f, v, t, None) for f, v, t in report_audit.totals(rows)]
     words = [r["words"] for r in answerable]
     lines += [
         ("median_answer_words", statistics.median(words) if words else None, TARGETS["median_answer_words"], None),
