@@ -165,7 +165,7 @@ LIGHTHOUSE = "The Vesk lighthouse was built in 1874 by the harbour board."
         ("Harbour", LIGHTHOUSE, "When was the Vesk lighthouse built?", "1874"),
         ("Orchard", "The Glass Orchard was written by Edda Lorne.", "Who wrote The Glass Orchard?", "Edda Lorne"),
         ("Vesk", "Under the old charter, the Vesk lighthouse stands at the harbour mouth.",
-         "Where does the Vesk lighthouse stand?", None),
+         "Where does the Vesk lighthouse stand?", "harbour mouth"),
         ("Vesk", "In Europe there are old lighthouses like the Vesk lighthouse.",
          "Where are old lighthouses like the Vesk lighthouse?", "Europe"),
         ("Vesk", "The keeper of the Vesk lighthouse was Mara Holt's cousin.",

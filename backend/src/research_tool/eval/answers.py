@@ -488,7 +488,10 @@ def _short_right(item: Item, short: str) -> bool:
     if item.kind == "howto":
         return any(a in short for a in item.answers)
     if item.short:
-        return contains_gold(short, [item.short]) or contains_gold(item.short, [short])
+        held = contains_gold(short, [item.short]) or contains_gold(item.short, [short])
+        # "costs £25" of "... costs £25 per night": part of the gold sentence, sharing a word with the gold short
+        shared = set(normalize(short).split()) & set(normalize(item.short).split())
+        return held or (bool(shared) and contains_gold(item.sentence, [short]))
     if item.sentence:
         return contains_gold(item.sentence, [short])
     return contains_gold(short, item.answers)

@@ -15,6 +15,7 @@ from research_tool.core.errors import BadInputError
 from research_tool.engines.base import NumberedSource, SynthesisDraft
 from research_tool.engines.text.entities import is_sentence_case_word, sentence_case_words
 from research_tool.engines.text.question_intent import classify_question, coverage
+from research_tool.engines.text.ranker import matched
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Citation, Fact, utc_now_iso
 from research_tool.models.report import Finding, Report, ReportEntity, ReportMetadata
@@ -114,12 +115,18 @@ FINDING_MIN_COVERAGE = 0.25
 
 
 def bears_on_question(finding: Finding, intent_weights: dict[str, float], titles: dict[str, str]) -> bool:
+    """The finding states one of the question's terms itself (its source's title alone does not make it bear on
+    the question), and enough of them with its title's help."""
+    own = frozenset(stem_set(MARKER.sub("", finding.statement)))
+    if not matched(intent_weights, own):
+        return False
     context = frozenset().union(*(stem_set(titles.get(c, "")) for c in finding.citations))
-    return coverage(frozenset(stem_set(finding.statement)), context, intent_weights) >= FINDING_MIN_COVERAGE
+    return coverage(own, context, intent_weights) >= FINDING_MIN_COVERAGE
 
 
 def question_first(findings: list[Finding], question: str, citations: list[Citation]) -> list[Finding]:
-    """The findings that bear on the question first (in their order), then the others, unverified."""
+    """The findings that bear on the question first (in their order), then the others: unverified and marked as not
+    bearing on it (shown under "Also in the sources")."""
     weights = classify_question(question).weights
     if not weights:
         return findings
@@ -129,8 +136,17 @@ def question_first(findings: list[Finding], question: str, citations: list[Citat
         if bears_on_question(finding, weights, titles):
             on.append(finding)
         else:
-            off.append(finding.model_copy(update={"verified": False}))
+            off.append(finding.model_copy(update={"verified": False, "bears_on_question": False}))
     return on + off
+
+
+def single_source_gap(findings: list[Finding]) -> str | None:
+    """How many of the findings listed on the question rest on a single source, counted from the list itself."""
+    on = [f for f in findings if f.bears_on_question]
+    single = sum(1 for f in on if not f.verified)
+    if not single:
+        return None
+    return f"{single} of the {len(on)} findings on the question rest on a single independent source."
 
 
 def build_entities(state: ResearchState, limit: int = 30) -> list[ReportEntity]:
@@ -164,6 +180,9 @@ def assemble_report(
     metadata: dict[str, Any],
 ) -> Report:
     saturation = [state["saturation_history"][k] for k in sorted(state.get("saturation_history") or {}, key=int)]
+    question = state.get("refined_query") or state["original_query"]
+    findings = question_first(build_findings(draft, facts), question, citations)
+    single = single_source_gap(findings)
     return Report(
         session_id=state["session_id"],
         query=state["original_query"],
@@ -176,12 +195,10 @@ def assemble_report(
         short_answer=draft.short_answer,
         answered=draft.answered,
         answer=draft.answer,
-        findings=question_first(
-            build_findings(draft, facts), state.get("refined_query") or state["original_query"], citations
-        ),
+        findings=findings,
         citations=citations,
         entities=build_entities(state),
-        gaps=draft.gaps,
+        gaps=[*draft.gaps, single] if single else draft.gaps,
         saturation=saturation,
         metadata=ReportMetadata(timestamp=utc_now_iso(), trace_id=telemetry.current_trace_id(), **metadata),
     )

@@ -21,8 +21,10 @@ class Finding(Strict):
     statement: str  # carries its [n] markers
     citations: list[str]  # ["[1]", "[3]"]
     confidence: float = Field(ge=0.0, le=1.0)
-    verified: bool
+    verified: bool  # independent sources support it; false for a finding that does not bear on the question
     contradictions: list[str] = Field(default_factory=list)  # statements that conflict with this one
+    # false: the finding shares too little with the question; shown under "Also in the sources", with no mark
+    bears_on_question: bool = True
 
 
 class ReportEntity(Strict):

@@ -300,8 +300,12 @@ def build_summary_document(report: Report, more: str) -> ReportDocument:
 def build_document(report: Report) -> ReportDocument:
     intro = _intro(report)
     sections = [Section("Answer", _answer_blocks(report))]
-    if report.findings:
-        sections.append(Section("Key findings", (_findings(report.findings),)))
+    on_question = [f for f in report.findings if f.bears_on_question]
+    also = [f for f in report.findings if not f.bears_on_question]
+    if on_question:
+        sections.append(Section("Key findings", (_findings(on_question),)))
+    if also:
+        sections.append(Section(ALSO_IN_SOURCES, (_also_in_sources(also),)))
     contradicted = [f for f in report.findings if f.contradictions]
     if contradicted:
         sections.append(Section("Contradictions", (_contradictions(contradicted),)))
@@ -351,6 +355,14 @@ def _findings(findings: list[Finding]) -> OrderedList:
         content = (*inline_markup(finding.statement), Text(" "), Note(finding_label(finding)))
         items.append(ListItem(content, conflicts))
     return OrderedList(tuple(items))
+
+
+ALSO_IN_SOURCES = "Also in the sources"  # findings that do not bear on the question: no verified or confidence mark
+
+
+def _also_in_sources(findings: list[Finding]) -> BulletList:
+    """Statements of the sources that do not bear on the question, listed without a mark."""
+    return BulletList(tuple(ListItem(inline_markup(f.statement)) for f in findings))
 
 
 def _contradictions(findings: list[Finding]) -> BulletList:

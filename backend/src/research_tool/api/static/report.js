@@ -148,11 +148,14 @@ export function renderReport(container, report, { onExport }) {
     ),
   );
 
-  if (findings.length) {
-    parts.push(el("h2", {}, `Findings (${findings.length})`));
+  // Findings that do not bear on the question (bears_on_question false) carry no mark: "Also in the sources".
+  const onQuestion = findings.filter((finding) => finding.bears_on_question !== false);
+  const alsoInSources = findings.filter((finding) => finding.bears_on_question === false);
+  if (onQuestion.length) {
+    parts.push(el("h2", {}, `Findings (${onQuestion.length})`));
     parts.push(
       el("ul", { class: "findings", id: "findings" },
-        findings.map((finding) =>
+        onQuestion.map((finding) =>
           el("li", { class: "finding" },
             findingMark(finding),
             el("span", { class: "statement" }, rich(finding.statement || "", known)),
@@ -163,6 +166,16 @@ export function renderReport(container, report, { onExport }) {
               ? el("ul", { class: "contradictions" }, finding.contradictions.map((c) => el("li", {}, contradictionText(c))))
               : null,
           ),
+        ),
+      ),
+    );
+  }
+  if (alsoInSources.length) {
+    parts.push(el("h2", {}, "Also in the sources"));
+    parts.push(
+      el("ul", { class: "findings also", id: "also-in-sources" },
+        alsoInSources.map((finding) =>
+          el("li", { class: "finding" }, el("span", { class: "statement" }, rich(finding.statement || "", known))),
         ),
       ),
     );

@@ -7,8 +7,10 @@ verdict. Each sentence carries the [n] of its source and of every other source t
 word. When no sentence answers, the answer says plainly that the sources found do not answer the
 question and quotes the closest statements, and `answered` is false; `short_answer` is the span that
 answers. Findings are one fact each (their statement is the fact's statement, so the report can look the
-fact up). Gaps name the unfilled slots, claims that rest on one source and disagreements (why research stopped is the
-report's header, not a gap); unreachable providers, and a stop that cost the answer, are said under the answer.
+fact up). Gaps name what the chosen answer leaves unanswered (the whole question when it is not answered, a part of
+a two-part question it does not fill, never a part it fills) and disagreements; the count of findings on one source is
+the report's, made from the findings it lists (why research stopped is the report's header, not a gap); unreachable
+providers, and a stop that cost the answer, are said under the answer.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from collections import Counter
 from collections.abc import Sequence
 
 from research_tool.engines.base import FindingDraft, SynthesisDraft, SynthesisInput
-from research_tool.engines.text.answering import select_answer
+from research_tool.engines.text.answer_parts import unanswered_parts
+from research_tool.engines.text.answering import AnswerSelection, select_answer
 from research_tool.engines.text.candidates import Candidate
 from research_tool.engines.text.entities import find_mentions
 from research_tool.engines.text.facts import clean_statement
 from research_tool.engines.text.instructions import is_instruction_like
-from research_tool.engines.text.slots import evaluate_slots
 from research_tool.engines.text.tokens import stem_set
 from research_tool.models.entities import Fact, normalize_key
 from research_tool.models.stop_reasons import stopped_early_note
@@ -41,6 +43,7 @@ ANSWER_REDUNDANT = 0.5  # an answer sentence this close (Jaccard of stems) to an
 COVERAGE_WEIGHT = 0.6  # bonus for answer sentences that bring question terms no earlier sentence covered
 
 NOT_ANSWERED = "_The sources found do not answer this question. The closest statements they make:_"
+NOT_ANSWERED_BECAUSE = "_The sources found do not answer this question. {reason}. The closest statements they make:_"
 NO_STATEMENT = "_The sources found do not answer this question: no retrieved source made a statement that bears on it._"
 
 
@@ -68,7 +71,8 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
         closest = [_cited_candidate(c, by_id, numbers) for c in selection.closest] or [
             _cited_sentence(f, numbers) for f in ranked[:MIN_ANSWER_SENTENCES]
         ]
-        answer = "\n".join([NOT_ANSWERED, *closest])
+        opening = NOT_ANSWERED_BECAUSE.format(reason=selection.reason) if selection.reason else NOT_ANSWERED
+        answer = "\n".join([opening, *closest])
         lead_facts = []
     else:
         answer = NO_STATEMENT
@@ -80,7 +84,7 @@ def synthesize_draft(request: SynthesisInput) -> SynthesisDraft:
     return SynthesisDraft(
         answer=answer,
         findings=findings,
-        gaps=_gaps(request, ranked),
+        gaps=_gaps(request, ranked, selection),
         short_answer=selection.short_answer if selection.answered else None,
         answered=selection.answered,
     )
@@ -270,15 +274,13 @@ def _notes(request: SynthesisInput, *, answered: bool) -> list[str]:
     return notes
 
 
-def _gaps(request: SynthesisInput, ranked: list[Fact]) -> list[str]:
-    report = evaluate_slots(request.query, ranked)
-    gaps = [f"Not found in the sources: {s.description} ({s.kind.replace('_', '/')})." for s in report.unfilled]
+def _gaps(request: SynthesisInput, ranked: list[Fact], selection: AnswerSelection) -> list[str]:
+    """What the answer does not answer (computed from the chosen answer, never for a part it fills), then the
+    sources' disagreements."""
+    gaps = [f"Not found in the sources: {part}." for part in unanswered_parts(request.query, selection)]
     by_id = {f.id: f for f in request.facts}
     for fact in ranked:
         other = next((by_id[c] for c in fact.contradictions if c in by_id), None)
         if other is not None and len(gaps) < 12:
             gaps.append(f'Sources disagree: "{fact.statement}" versus "{other.statement}"')
-    single = sum(1 for f in ranked[:10] if not f.verified)
-    if single:
-        gaps.append(f"{single} of the top {min(10, len(ranked))} claims rest on a single independent source.")
     return gaps

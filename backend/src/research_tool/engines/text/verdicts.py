@@ -187,6 +187,11 @@ def is_comparison(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> bool:
 _NEGATIVE_OPENING_RE = re.compile(r"^\s*\w+n[’']t\b", re.IGNORECASE)  # "Isn't it free?" asks "Is it free?"
 
 
+def is_negated(text: str) -> bool:
+    """The text holds a negation ("no", "not", "never", "can't", "forbidden" ...)."""
+    return _NEGATION_RE.search(text) is not None
+
+
 def polarity_verdict(question: str, deciding: str) -> str:
     """ "No" when exactly one of the question and its deciding sentence is negated ("Is there a lift?" / "There is
     no lift"; "Is there no lift?" / "There is no lift" is "Yes"), else "Yes". A question opening with a negative

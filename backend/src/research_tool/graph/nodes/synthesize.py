@@ -39,7 +39,8 @@ def never_empty(draft: SynthesisDraft) -> SynthesisDraft:
     found = " ".join(f.statement for f in draft.findings[:2])
     head = NOT_ANSWERED if found else NO_STATEMENT
     answer = "\n".join([head, found] if found else [head])
-    notes = "\n".join(line for line in lines if line.strip() not in (NOT_ANSWERED, NO_STATEMENT))
+    openings = (NOT_ANSWERED.split(".")[0], NO_STATEMENT.split(":")[0])  # with or without a reason after them
+    notes = "\n".join(line for line in lines if not line.strip().startswith(openings))
     answer = answer + ("\n\n" + notes if notes else "")
     return draft.model_copy(update={"answer": answer, "answered": False, "short_answer": None})
 
