@@ -140,8 +140,12 @@ async def test_a_question_runs_to_a_cited_report(
     for target in cite_targets:
         assert await page.locator(target).count() == 1, target
     assert await page.locator("#sources li").count() == len(report["citations"])
-    assert await page.locator("#findings li.finding").count() == len(report["findings"])
-    verified = sum(1 for f in report["findings"] if f["verified"] and not f["contradictions"])
+    on_question = [f for f in report["findings"] if f["bears_on_question"]]
+    assert await page.locator("#findings li.finding").count() == len(on_question)
+    also = len(report["findings"]) - len(on_question)  # listed under "Also in the sources", with no mark
+    assert await page.locator("#also-in-sources li.finding").count() == also
+    assert await page.locator("#also-in-sources .mark").count() == 0
+    verified = sum(1 for f in on_question if f["verified"] and not f["contradictions"])
     assert await page.locator("#findings .mark.verified").count() == verified
     await page.click("#answer a.cite >> nth=0")
     assert await page.evaluate("location.hash") == cite_targets[0]
@@ -339,6 +343,8 @@ CRAFTED_REPORT: dict[str, Any] = {
          "contradictions": []},
         {"statement": "communicate() kills the child. [2]", "citations": ["[2]"], "confidence": 0.5,
          "verified": False, "contradictions": [f"communicate() does not kill the child {HOSTILE}"]},
+        {"statement": "Barriers can be broken. [2]", "citations": ["[2]"], "confidence": 0.5, "verified": False,
+         "contradictions": [], "bears_on_question": False},
     ],
     "citations": [
         {"id": "[1]", "title": f"Docs {HOSTILE}", "url": "https://docs.example.org/subprocess", "type": "web",
@@ -376,6 +382,10 @@ async def test_the_report_view_shows_the_short_answer_marks_and_keeps_hostile_te
     assert await page.locator("#report .not-answered").count() == 1
     assert await page.locator("#findings .mark.verified").count() == 1
     assert await page.locator("#findings .mark.contradicted").count() == 1
+    assert await page.locator("#findings li.finding").count() == 2  # the finding off the question is not among them
+    also = page.locator("#also-in-sources li")
+    assert await also.count() == 1 and await page.locator("#also-in-sources .mark").count() == 0
+    assert "Barriers can be broken" in (await also.text_content() or "")
     assert "does not kill the child" in (await page.text_content("#findings .contradictions") or "")
     assert await page.locator("#answer ul li").count() == 1 and await page.locator("#answer .note").count() == 1
     hrefs = await page.eval_on_selector_all("#report a", "links => links.map(a => a.getAttribute('href'))")

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from research_tool.engines.text.ranker import matched
 from research_tool.engines.text.tokens import content_stems, is_stopword
 
 NOT_FOUND = "Not found in the sources"
@@ -111,10 +112,10 @@ def verified_off_question(question: str, findings: Sequence[dict[str, Any]]) -> 
     """Findings marked verified that share no content word with the question."""
     asked = set(content_stems(question))
     marker = re.compile(r"\s*\[\d+\]")
-    return [
+    return [  # sharing a word as the engine matches words: the same stem or one the prefix of the other
         f["statement"]
         for f in findings
-        if f.get("verified") and not (set(content_stems(marker.sub("", f["statement"]))) & asked)
+        if f.get("verified") and not matched(asked, frozenset(content_stems(marker.sub("", f["statement"]))))
     ]
 
 

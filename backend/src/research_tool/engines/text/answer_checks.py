@@ -226,7 +226,7 @@ def _excluded(asked: Iterable[str], statement: str) -> bool:
 LIGHT_WORDS: frozenset[str] = frozenset(
     stem(w)
     for w in """
-    take put get go goes going make able still already ever allowed allow need use come give correct right really
+    take put get go goes going make able still already ever allowed allow need use come give correct right really visit
     also again someone anyone something anything anybody somebody one way
     """.split()
 )
@@ -248,16 +248,16 @@ _OPPOSITES: dict[str, frozenset[str]] = {
 def decided_verdict(intent: QuestionIntent, deciding: Candidate, titles: frozenset[str], sure: bool) -> str | None:
     """ "Yes" / "No" when the deciding sentence states the question's terms (with its context; with `sure`, the
     reader's or ranker's own confidence, light words and the sources' title words may be missing), "No" too when it
-    names an exclusive alternative to the one term it lacks or says the opposite of the question's verb; None when
+    names an exclusive alternative to the few terms it lacks or says the opposite of the question's verb; None when
     it does not state what is asked (the files do not say)."""
     question_words = {w.casefold() for w in re.findall(r"[A-Za-z]+", intent.text)}
     if _excluded(question_words, deciding.statement):
         return "No"
-    missing = unstated_terms(intent, deciding)
+    missing = unstated_terms(intent, deciding) - {stem(d) for d in _days_named(deciding.statement)}  # in a range
     lacking = missing - LIGHT_WORDS - titles if sure else missing
     if lacking:
-        only_one = len(lacking) == 1 and len(intent.weights) >= 3
-        if only_one and _EXCLUSIVE_RE.search(deciding.statement) and not is_negated(deciding.statement):
+        few = len(lacking) <= 2 and 2 * len(lacking) <= len(intent.weights)
+        if sure and few and _EXCLUSIVE_RE.search(deciding.statement) and not is_negated(deciding.statement):
             return "No"  # "The engines burn diesel only" for "Do they run on oil?"
         return None
     said = polarity_verdict(intent.text, deciding.statement)
