@@ -137,6 +137,10 @@ def test_a_question_naming_what_no_source_mentions_is_not_answered_and_says_why(
     # an acronym of a name the sources give is mentioned, and a nationality before a noun only describes
     pages = folder(("Tolt River Authority", "The Tolt River Authority board moved the weir in 1950 to save salmon."))
     assert ask("When did the TRA board move the weir?", pages, "moved the weir").answered
+    pages = folder(("Stations", "WJZ-TV of New York City began broadcasting in 1948 from the Hotel Ansonia."))
+    assert ask("When did WJZ-TV in NYC begin broadcasting?", pages, "began broadcasting").answered
+    pages = folder(("Schools", "About 8 percent of primary pupils in the Philippines attend private schools."))
+    assert ask("What share of Filipino primary pupils attend private schools?", pages, "primary pupils").answered
 
 
 async def test_the_answer_says_why_it_does_not_answer() -> None:

@@ -299,18 +299,26 @@ def names_no_source_mentions(intent: QuestionIntent, docs: Sequence[SourceDoc]) 
     initials = _initials(docs)
     missing = []
     for name in intent.names:
-        if _DEMONYM_RE.fullmatch(name) and re.search(rf"\b{re.escape(name)}\s+[a-z]", intent.text):
-            continue
-        if name.isupper() and name.casefold() in initials:
-            continue
-        stems = frozenset(k for k in stem_set(name) if k in intent.name_stems and not k.isdigit())
-        stems -= _NOT_NAMES
-        if stems and matched(stems, said) != stems:
+        if " " not in name and re.search(rf"\b{re.escape(name)}\s+[a-z]", intent.text):
+            continue  # a word before a noun describes it ("Filipino students", "Norwegian sculptor")
+        unsaid = [
+            word
+            for word in re.findall(r"[\w'’.-]+", name)
+            if (
+                stems := frozenset(k for k in stem_set(word) if k in intent.name_stems and not k.isdigit()) - _NOT_NAMES
+            )
+            and matched(stems, said) != stems
+            and not (word.isupper() and (len(word) <= 2 or word.casefold() in initials))  # "NYC", "CA"
+        ]
+        if unsaid:
             missing.append(name)
     return missing
 
 
-_DEMONYM_RE = re.compile(r"[A-Z][a-z]+(?:ian|ish|ese|ean|an|ic|i)")
+def _name_stems(word: str, intent: QuestionIntent) -> frozenset[str]:
+    return frozenset(k for k in stem_set(word) if k in intent.name_stems and not k.isdigit()) - _NOT_NAMES
+
+
 _CAPITALISED_RUN_RE = re.compile(r"(?:\b[A-Z][\w'’-]*(?:\s+(?:of|the|and|for|&)\s+|\s+)?){2,}")
 
 
@@ -320,8 +328,10 @@ def _initials(docs: Sequence[SourceDoc]) -> frozenset[str]:
     out = set()
     for text in texts:
         for run in _CAPITALISED_RUN_RE.finditer(text):
-            words = [w for w in run.group(0).split() if w[:1].isupper()]
-            out.add("".join(w[0] for w in words).casefold())
+            letters = [w[0] for w in run.group(0).split() if w[:1].isupper()]
+            out.update(  # every run of two words or more within it ("New York City" of "WJZ of New York City")
+                "".join(letters[a:b]).casefold() for a in range(len(letters)) for b in range(a + 2, len(letters) + 1)
+            )
     return frozenset(out)
 
 
