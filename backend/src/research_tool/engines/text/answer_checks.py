@@ -8,6 +8,8 @@ subject, and otherwise the answer says less.
   a count for "how many", a date or time for "when", a name for "who"), from a lead that states every term of the
   question, and from the clause that the question's distinguishing words are about when the lead holds two values
   of that kind ("28 pounds for an adult and 14 for a child": "child" picks the clause).
+- `names_no_source_mentions`: the names a question gives of which no source says a word ("Dr Felix Arkwell"): the
+  sources are about something else, and the answer says so.
 - `decided_verdict`: a yes/no verdict from one deciding sentence that states the asked predicate about the asked
   subject: "No" when it negates it or names an exclusive alternative ("diesel only" for "oil?", "Wednesday to
   Sunday" for "Monday?"), else "Yes"; None when the sentence does not state the question's terms (the files do not
@@ -18,9 +20,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from research_tool.engines.text.candidates import Candidate
+from research_tool.engines.text.candidates import Candidate, SourceDoc
 from research_tool.engines.text.entities import find_mentions
 from research_tool.engines.text.question_intent import QuestionIntent
 from research_tool.engines.text.ranker import matched
@@ -191,6 +193,65 @@ def span_answers(intent: QuestionIntent, lead: Candidate, span: str) -> bool:
     if kind == "count" and _counts_other_noun(intent, lead.statement, span):
         return False
     return not contrasted(intent, lead.statement, span, kind)
+
+
+# --- names the sources do not mention ---------------------------------------------------------------------
+
+_NOT_NAMES = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july august "
+    "september october november december".split()
+)
+
+
+def names_no_source_mentions(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[str]:
+    """The names the question gives ("Dr Felix Arkwell", "PyPI") of which some word is in no source: the sources
+    are about something else, and the answer says so rather than answer from a near miss. Not for a how-to
+    question, whose names are often the values it works on ("New York local time", "a .tar.gz archive"); an
+    acronym is mentioned by a title or name it abbreviates ("TRA", Tolt River Authority); a nationality before a noun
+    ("Which Norwegian sculptor ...") describes, it does not name what is asked about."""
+    if intent.answer_type == "howto":
+        return []
+    said = frozenset().union(*(stem_set(d.title) for d in docs), *(c.stems for d in docs for c in d.candidates))
+    initials = _initials(docs)
+    missing = []
+    for name in intent.names:
+        if " " not in name and re.search(rf"\b{re.escape(name)}\s+[a-z]", intent.text):
+            continue  # a word before a noun describes it ("Filipino students", "Norwegian sculptor")
+        unsaid = [
+            word
+            for word in re.findall(r"[\w'’.-]+", name)
+            if (stems := _name_stems(word, intent))
+            and matched(stems, said) != stems
+            and not (word.isupper() and (len(word) <= 2 or word.casefold() in initials))  # "NYC", "CA"
+        ]
+        if unsaid:
+            missing.append(name)
+    return missing
+
+
+def _name_stems(word: str, intent: QuestionIntent) -> frozenset[str]:
+    return frozenset(k for k in stem_set(word) if k in intent.name_stems and not k.isdigit()) - _NOT_NAMES
+
+
+_CAPITALISED_RUN_RE = re.compile(r"(?:\b[A-Z][\w'’-]*(?:\s+(?:of|the|and|for|&)\s+|\s+)?){2,}")
+
+
+def _initials(docs: Sequence[SourceDoc]) -> frozenset[str]:
+    """The initials of the sources' titles and capitalised runs of words ("Tolt River Authority": "tra")."""
+    texts = [d.title for d in docs] + [c.statement for d in docs for c in d.candidates]
+    out: set[str] = set()
+    for text in texts:
+        for run in _CAPITALISED_RUN_RE.finditer(text):
+            letters = [w[0] for w in run.group(0).split() if w[:1].isupper()]
+            out.update(  # every run of two words or more within it ("New York City" of "WJZ of New York City")
+                "".join(letters[a:b]).casefold() for a in range(len(letters)) for b in range(a + 2, len(letters) + 1)
+            )
+    return frozenset(out)
+
+
+def title_stems(docs: Sequence[SourceDoc]) -> frozenset[str]:
+    """The words of the sources' titles (the folder's subject: "hotel", the library's name)."""
+    return frozenset().union(*(stem_set(d.title) for d in docs))
 
 
 # --- yes/no from one deciding sentence ------------------------------------------------------------------

@@ -28,7 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from research_tool.engines.base import NumberedSource
-from research_tool.engines.text.answer_checks import decided_verdict, span_answers
+from research_tool.engines.text.answer_checks import (
+    decided_verdict,
+    names_no_source_mentions,
+    span_answers,
+    title_stems,
+)
 from research_tool.engines.text.candidates import Candidate, SourceDoc, build_candidates
 from research_tool.engines.text.entities import PERIOD_RE, find_mentions
 from research_tool.engines.text.howto_answers import CODE_SPAN_RE, howto_answer
@@ -229,9 +234,9 @@ def select_answer(
         return AnswerSelection([], None, False, closest=closest, reason=reason)
     mix = read_candidates(intent, pool, reader) if reader is not None and reads_alone(intent, docs, pool) else None
     if mix is not None and intent.answer_type == "yes_no" and "yes_no" in rules and not is_comparison(intent, docs):
-        return read_yes_no(intent, pool, mix, _title_stems(docs))
+        return read_yes_no(intent, pool, mix, title_stems(docs))
     if intent.answer_type == "yes_no" and "yes_no" in rules and not is_comparison(intent, docs):
-        return lexical_yes_no(intent, pool, model, _title_stems(docs))
+        return lexical_yes_no(intent, pool, model, title_stems(docs))
     if intent.answer_type == "yes_no" and "yes_no" in rules:
         verdict = yes_no(intent, docs, pool)
         if verdict is None:
@@ -279,65 +284,6 @@ def select_answer(
     precise = found is not None and found.probability >= min(load_span_model().threshold, CHECKED_SPAN_GATE)
     precise = precise and span is not None and span_answers(intent, lead, span)
     return AnswerSelection(chosen, span if "short_answer" in rules and precise else None, True, span=span)
-
-
-_NOT_NAMES = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july august "
-    "september october november december".split()
-)
-
-
-def names_no_source_mentions(intent: QuestionIntent, docs: Sequence[SourceDoc]) -> list[str]:
-    """The names the question gives ("Dr Felix Arkwell", "PyPI") of which some word is in no source: the sources
-    are about something else, and the answer says so rather than answer from a near miss. Not for a how-to
-    question, whose names are often the values it works on ("New York local time", "a .tar.gz archive"); an
-    acronym is mentioned by a title or name it abbreviates ("TRA", Tolt River Authority); a nationality before a noun
-    ("Which Norwegian sculptor ...") describes, it does not name what is asked about."""
-    if intent.answer_type == "howto":
-        return []
-    said = frozenset().union(*(stem_set(d.title) for d in docs), *(c.stems for d in docs for c in d.candidates))
-    initials = _initials(docs)
-    missing = []
-    for name in intent.names:
-        if " " not in name and re.search(rf"\b{re.escape(name)}\s+[a-z]", intent.text):
-            continue  # a word before a noun describes it ("Filipino students", "Norwegian sculptor")
-        unsaid = [
-            word
-            for word in re.findall(r"[\w'’.-]+", name)
-            if (
-                stems := frozenset(k for k in stem_set(word) if k in intent.name_stems and not k.isdigit()) - _NOT_NAMES
-            )
-            and matched(stems, said) != stems
-            and not (word.isupper() and (len(word) <= 2 or word.casefold() in initials))  # "NYC", "CA"
-        ]
-        if unsaid:
-            missing.append(name)
-    return missing
-
-
-def _name_stems(word: str, intent: QuestionIntent) -> frozenset[str]:
-    return frozenset(k for k in stem_set(word) if k in intent.name_stems and not k.isdigit()) - _NOT_NAMES
-
-
-_CAPITALISED_RUN_RE = re.compile(r"(?:\b[A-Z][\w'’-]*(?:\s+(?:of|the|and|for|&)\s+|\s+)?){2,}")
-
-
-def _initials(docs: Sequence[SourceDoc]) -> frozenset[str]:
-    """The initials of the sources' titles and capitalised runs of words ("Tolt River Authority": "tra")."""
-    texts = [d.title for d in docs] + [c.statement for d in docs for c in d.candidates]
-    out = set()
-    for text in texts:
-        for run in _CAPITALISED_RUN_RE.finditer(text):
-            letters = [w[0] for w in run.group(0).split() if w[:1].isupper()]
-            out.update(  # every run of two words or more within it ("New York City" of "WJZ of New York City")
-                "".join(letters[a:b]).casefold() for a in range(len(letters)) for b in range(a + 2, len(letters) + 1)
-            )
-    return frozenset(out)
-
-
-def _title_stems(docs: Sequence[SourceDoc]) -> frozenset[str]:
-    """The words of the sources' titles (the folder's subject: "hotel", the library's name)."""
-    return frozenset().union(*(stem_set(d.title) for d in docs))
 
 
 def asked_for(intent: QuestionIntent) -> AskedFor:
