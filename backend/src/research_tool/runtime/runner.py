@@ -302,6 +302,11 @@ class SessionRunner:
         await self.store.delete(session_id)
         await self.janitor.forget(session_id)  # events, checkpoints, page texts, exports
 
+    async def forget_leftovers(self, session_id: str) -> None:
+        """What a session whose row is already gone left behind (events, checkpoints, page texts, exports): a
+        process killed between a delete's steps. A new session with the same id then starts clean."""
+        await self.janitor.forget(session_id)
+
     async def cancel_all(self) -> None:
         """Shutdown: cancel running tasks; their sessions become `interrupted` and stay resumable."""
         tasks = [lv.task for lv in self._live.values() if lv.task and not lv.task.done()]
