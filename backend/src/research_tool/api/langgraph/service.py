@@ -42,7 +42,7 @@ from research_tool.core.keyed_locks import KeyedLocks
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.events import Event
-from research_tool.models.request import ResearchRequest
+from research_tool.models.request import MAX_QUERY_CHARS, ResearchRequest
 from research_tool.models.sessions import SessionRecord, check_session_id
 from research_tool.runtime.composition import ResearchServices
 from research_tool.runtime.langgraph_threads import RunRow, ThreadRow, ThreadRuns, open_thread_runs
@@ -433,6 +433,8 @@ class LangGraphProtocol:
         if record.request.clarify:
             snapshot = await self.services.runner.graph.aget_state(thread_config(thread_id))
             query = str((snapshot.values or {}).get("refined_query") or query)
+        if len(query) > MAX_QUERY_CHARS:  # answers folded into the question: the question must still be one
+            query = query[:MAX_QUERY_CHARS].rsplit(" ", 1)[0].rstrip(" (;")
         return record.request.model_copy(update={"query": query, "clarify": False})
 
     async def note_assistant(self, thread_id: str, assistant_id: str) -> None:
