@@ -127,6 +127,8 @@ class LangGraphProtocol:
         row = await self.runs.get_thread(thread_id)
         record = await self.record(thread_id)
         if record is None and (row is None or row.started):
+            if row is not None and any(r.starting for r in await self.runs.runs_of(thread_id)):
+                return row, None  # a new round is replacing the session (see replace_round): the thread stands
             if row is not None:  # its session was deleted through /api/research: the thread goes with it
                 await self.runs.delete_thread(thread_id)
             raise not_found(f"unknown thread id: {thread_id}")
@@ -420,6 +422,8 @@ class LangGraphProtocol:
             still = await asyncio.shield(self.record(run.thread_id))
             if still is not None and still.finished:  # refused before the old round was touched (a full server)
                 await asyncio.shield(self.runs.delete_run(run.run_id))
+            elif still is None:  # the old round is gone: the run stays `starting`, and starts when dispatched
+                self.session_finished(run.thread_id)
             raise
         await self.runs.update_run(run.run_id, status="running", starting=False)
         run.status, run.starting = "running", False
@@ -499,6 +503,8 @@ class LangGraphProtocol:
                 await self.start_session(thread_id, request, record is not None)
             except Exception as exc:
                 log.warning("langgraph_enqueued_run_failed", thread_id=thread_id, run_id=run.run_id, error=str(exc))
+                if await self.record(thread_id) is None and run.request is not None:
+                    return  # the earlier round is gone already: the run stays to start later (never neither)
                 await self.runs.update_run(run.run_id, status="error", starting=False)
                 return
             await self.runs.update_run(run.run_id, status="running", starting=False, start_seq=0)
