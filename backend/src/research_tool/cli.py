@@ -479,11 +479,16 @@ async def follow_progress(
 
 
 async def ask_questions(questions: list[str]) -> list[str]:
+    """The terminal's answers, kept within the rules every answer keeps (models.api.clarification_answers):
+    control characters dropped, each cut to MAX_ANSWER_CHARS, at most MAX_ANSWERS."""
+    from research_tool.core.untrusted_text import clean_text
+    from research_tool.models.api import MAX_ANSWER_CHARS, MAX_ANSWERS
+
     answers: list[str] = []
-    for question in questions:
+    for question in questions[:MAX_ANSWERS]:
         stderr.print(Text(f"? {question}", style="bold"))
         answer = await asyncio.to_thread(sys.stdin.readline)
-        answers.append(answer.strip())
+        answers.append(clean_text(answer.strip())[:MAX_ANSWER_CHARS].strip())
     return [a for a in answers if a]
 
 
