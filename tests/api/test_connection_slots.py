@@ -7,6 +7,7 @@ subprocess on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import AsyncIterator
@@ -145,3 +146,85 @@ async def test_a_burst_from_one_address_below_the_limit_is_answered_whole(server
     port = int(server.rsplit(":", 1)[1])
     answers = await asyncio.gather(*(one_request(port) for _ in range(MAX_CONNECTIONS - 4)))
     assert [a.split(b"\r\n", 1)[0] for a in answers] == [b"HTTP/1.1 200 OK"] * (MAX_CONNECTIONS - 4)
+
+
+UPLOADS = 10
+UPLOAD_S = 4.0
+UPLOAD_CHUNKS = 16  # one every 0.25 s: a body that keeps arriving, well within IDLE_GRACE_S
+
+
+async def slow_upload(port: int) -> bytes:
+    """`POST /threads/search` whose JSON body (spaces, then `{}`) takes UPLOAD_S to arrive; the reply."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        body = b" " * (UPLOAD_CHUNKS * 64) + b"{}"
+        writer.write(
+            b"POST /threads/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+        )
+        for i in range(UPLOAD_CHUNKS):
+            writer.write(body[i * 64 : (i + 1) * 64])
+            await writer.drain()
+            await asyncio.sleep(UPLOAD_S / UPLOAD_CHUNKS)  # the upload's pace, not a wait for anything
+        writer.write(b"{}")
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), 20)
+    except ConnectionError:
+        return b"reset"
+    finally:
+        writer.close()
+
+
+@pytest.mark.slow
+async def test_a_body_that_is_arriving_is_activity_not_idleness(server: str) -> None:
+    """Issue 45 item 9: a connection still sending its body counted as idle once its headers were in, so ten
+    uploads of 4 s from one address and then six GETs at a limit of 20 reset six of the uploads mid-body."""
+    port = int(server.rsplit(":", 1)[1])
+    uploads = [asyncio.create_task(slow_upload(port)) for _ in range(UPLOADS)]
+    await asyncio.sleep(UPLOAD_S / 2)  # half way through every upload, past IDLE_GRACE_S: where they were lost
+    gets = await asyncio.gather(*(one_request(port) for _ in range(6)))
+    assert [g.split(b"\r\n", 1)[0] for g in gets] == [b"HTTP/1.1 200 OK"] * 6
+    replies = await asyncio.gather(*uploads)
+    assert [r.split(b"\r\n", 1)[0] for r in replies] == [b"HTTP/1.1 200 OK"] * UPLOADS
+
+
+async def sse_on_a_session_asking(url: str) -> tuple[str, asyncio.StreamReader, asyncio.StreamWriter]:
+    """A session waiting for clarification and its SSE stream, open on a raw connection (headers read)."""
+    async with httpx.AsyncClient(trust_env=False) as client:
+        started = await client.post(f"{url}/api/research/start", json={**OK_BODY, "query": "Python", "clarify": True})
+        assert started.status_code == 202, started.text
+        sid = started.json()["session_id"]
+    port = int(url.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET /api/research/{sid}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    await writer.drain()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return sid, reader, writer
+
+
+async def until_closed(reader: asyncio.StreamReader, within_s: float) -> None:
+    async def drained() -> None:
+        with contextlib.suppress(ConnectionError):
+            while await reader.read(65536):
+                pass
+
+    await asyncio.wait_for(drained(), within_s)
+
+
+@pytest.mark.slow
+async def test_headers_pipelined_behind_an_open_stream_have_the_same_limit(server: str) -> None:
+    """Issue 45 item 1: with an SSE stream open, a second request's headers on the same connection were
+    buffered without limit (96 MB of one header: RSS +165 MB) and never answered or closed. They are held to
+    the same 256 KiB: the connection is closed (no 431 written into the stream) and the server answers."""
+    sid, reader, writer = await sse_on_a_session_asking(server)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ")
+    with contextlib.suppress(ConnectionError):
+        for _ in range(64):  # 4 MB, 16 times the limit
+            writer.write(b"a" * 65536)
+            await writer.drain()
+    await until_closed(reader, 10)
+    writer.close()
+    async with httpx.AsyncClient(trust_env=False) as client:
+        assert (await client.get(f"{server}/healthz", timeout=5)).status_code == 200
+        await client.delete(f"{server}/api/research/{sid}")

@@ -193,3 +193,31 @@ async def test_a_chat_asks_for_clarification_reads_it_in_history_and_answers_wit
     done = await sdk.runs.wait(tid, "research", command={"resume": {"decisions": [answer]}})
     assert isinstance(done, dict) and "the programming language" in done["refined_query"]
     assert "__interrupt__" not in done and "Sources:" in done["messages"][-1]["content"]
+
+
+@pytest.mark.slow
+async def test_enqueued_runs_keep_what_they_were_a_regenerate_and_an_assistants_clarify(slow_api: LiveApi) -> None:
+    """Issue 45 item 5: an enqueued run starts as it was asked, not rebuilt from its body alone. An enqueued
+    regenerate (`input: null`) researches the thread's question again (it used to end `error`); an enqueued
+    run of the `research-clarify` assistant asks its clarifying question (it used to lose `clarify: true`)."""
+    sdk = client_of(slow_api)
+    tid = (await sdk.threads.create())["thread_id"]
+    first = await sdk.runs.create(tid, "research", input=SLOW_INPUT)
+    regenerate = await slow_api.client.post(
+        f"/threads/{tid}/runs", json={"input": None, "multitask_strategy": "enqueue"}
+    )
+    assert regenerate.status_code == 200 and regenerate.json()["status"] == "pending", regenerate.text
+    ambiguous = {**OK_BODY, "query": "Python"}
+    clarify = await sdk.runs.create(tid, "research-clarify", input=ambiguous, multitask_strategy="enqueue")
+    assert clarify["status"] == "pending"
+
+    await eventually(lambda: collecting(slow_api, tid))
+    await sdk.runs.cancel(tid, first["run_id"], wait=True, action="interrupt")
+    again = await sdk.runs.join(tid, regenerate.json()["run_id"])
+    assert again["query"] == QUESTION and again["answer"], again
+    assert (await sdk.runs.get(tid, regenerate.json()["run_id"]))["status"] == "success"
+
+    asked = await sdk.runs.join(tid, clarify["run_id"])
+    assert asked["__interrupt__"][0]["value"]["questions"], asked
+    assert (await sdk.runs.get(tid, clarify["run_id"]))["status"] == "interrupted"
+    assert (await sdk.threads.get(tid))["status"] == "interrupted"

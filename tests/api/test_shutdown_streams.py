@@ -1,7 +1,9 @@
 """Issue 32 item 3: SIGTERM ends `serve` within 5 s whatever is open. A follower on a session's SSE events, a
 LangGraph join stream and a follower of a session that awaits answers (which would wait up to 600 s) held
 the shutdown until their sessions ended; now each stream ends at once with a closing part that says the
-server is stopping. A real `research-tool serve` subprocess on 127.0.0.1."""
+server is stopping. Issue 45 item 10: an MCP `research` call over `/mcp` ended with "incomplete chunked read";
+now it ends with a JSON-RPC error. And `serve` exits 143 (128 + SIGTERM) after cleaning up. A real
+`research-tool serve` subprocess on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -12,6 +14,10 @@ import time
 
 import httpx
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from research_tool.bench.wiki_replay import Page, running_wiki
 from research_tool.core.settings import PROVIDER_NAMES
@@ -34,6 +40,23 @@ async def read_stream(client: httpx.AsyncClient, method: str, url: str, opened: 
             text += chunk
             opened.set()
     return text
+
+
+async def mcp_research(url: str, opened: asyncio.Event) -> object:
+    """A `research` call through the official MCP client over `/mcp`; what it ended with (a result or an error).
+    `opened` is set at the first progress notification."""
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        opened.set()
+
+    try:
+        http = create_mcp_http_client()
+        async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+            return await client.call_tool("research", OK_BODY, progress_callback=on_progress)
+    except Exception as exc:  # what the call ended with is the finding (the client raises it in task groups)
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        return exc
 
 
 async def awaiting_answers(client: httpx.AsyncClient, session_id: str) -> bool:
@@ -74,11 +97,12 @@ async def test_sigterm_ends_serve_within_5_s_and_every_stream_with_a_closing_par
                 run = await client.post(f"/threads/{tid}/runs", json={"assistant_id": "research", "input": OK_BODY})
                 rid = run.json()["run_id"]
 
-                opened = [asyncio.Event() for _ in range(3)]
+                opened = [asyncio.Event() for _ in range(4)]
                 streams = [
                     asyncio.create_task(read_stream(client, "GET", f"/api/research/{searching}/events", opened[0])),
                     asyncio.create_task(read_stream(client, "GET", f"/api/research/{asking_id}/events", opened[1])),
                     asyncio.create_task(read_stream(client, "GET", f"/threads/{tid}/runs/{rid}/stream", opened[2])),
+                    asyncio.create_task(mcp_research(url, opened[3])),
                 ]
                 await asyncio.wait_for(asyncio.gather(*(o.wait() for o in opened)), 30)
 
@@ -92,8 +116,10 @@ async def test_sigterm_ends_serve_within_5_s_and_every_stream_with_a_closing_par
                 process.kill()
                 await process.wait()
     assert took < EXIT_WITHIN_S, f"serve took {took:.1f} s to exit after SIGTERM"
-    assert process.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught, once stopped
+    assert process.returncode == 128 + signal.SIGTERM  # cleaned up (server.url, the lock's PID), then 143
     for body in bodies[:2]:
         assert "event: server_stopping" in body.rstrip().rsplit("\n\n", 1)[-1], body[-300:]
     last = bodies[2].rstrip().rsplit("\n\n", 1)[-1]
     assert "event: error" in last and "ServerShuttingDown" in last, bodies[2][-300:]
+    ended = bodies[3]
+    assert isinstance(ended, MCPError) and "ServerShuttingDown" in ended.error.message, repr(ended)

@@ -5,6 +5,7 @@ server answers /healthz again afterwards. A real `research-tool serve` subproces
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import AsyncIterator
@@ -119,3 +120,34 @@ async def test_oversized_headers_are_cut_off_and_the_server_recovers(server_url:
     async with httpx.AsyncClient(trust_env=False) as client:
         response = await client.get(f"{server_url}/healthz", headers={"X-Fine": "b" * 8000}, timeout=5)
         assert response.status_code == 200
+
+
+@pytest.mark.slow
+async def test_headers_pipelined_behind_an_open_stream_have_the_same_deadline(server_url: str) -> None:
+    """Issue 45 item 1: the header deadline held only while no request was in flight. Headers begun behind an
+    open SSE stream and never finished now close the connection after RESEARCH_HEADER_TIMEOUT_S."""
+    async with httpx.AsyncClient(trust_env=False) as client:
+        query = {"query": "Python", "clarify": True, "providers": ["wikipedia"], "fetch": False}
+        started = await client.post(f"{server_url}/api/research/start", json=query)
+        assert started.status_code == 202, started.text
+        sid = started.json()["session_id"]
+    port = int(server_url.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET /api/research/{sid}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    await writer.drain()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    begun = time.monotonic()
+    writer.write(b"GET /healthz HTTP/1.1\r\nX-Pad: aaaa")
+    await writer.drain()
+
+    async def closed() -> None:
+        with contextlib.suppress(ConnectionError):
+            while await reader.read(65536):
+                pass
+
+    await asyncio.wait_for(closed(), BOUND_S)
+    assert time.monotonic() - begun >= HEADER_TIMEOUT_S - 0.5
+    writer.close()
+    async with httpx.AsyncClient(trust_env=False) as client:
+        await client.delete(f"{server_url}/api/research/{sid}")

@@ -212,7 +212,16 @@ PROMPT = re.compile(r"(?:^|[\r\n])\? ", re.MULTILINE)
 
 
 @pytest.mark.slow
-def test_clarifying_questions_are_asked_on_the_terminal_and_the_answers_used(tmp_path: Path, corpus: Path) -> None:
+@pytest.mark.parametrize(
+    "answer",
+    [b"the programming language\n", b"the programming language " + b"x" * 3000 + b"\n"],
+    ids=["short", "over-2000-characters"],
+)
+def test_clarifying_questions_are_asked_on_the_terminal_and_the_answers_used(
+    tmp_path: Path, corpus: Path, answer: bytes
+) -> None:
+    """A terminal answer is kept within the rules every answer keeps (issue 45 item 6: one validator): one over
+    2,000 characters is cut, not a failed run."""
     data = tmp_path / "data"
     args = ["run", "Python", "--corpus", str(corpus), "--providers", "local", "--no-fetch", "--tier", "simple"]
     term = Terminal.spawn(args, cli_env(data))
@@ -222,7 +231,7 @@ def test_clarifying_questions_are_asked_on_the_terminal_and_the_answers_used(tmp
     while term.proc.poll() is None and time.monotonic() < deadline:
         asked = len(PROMPT.findall(term.text()))
         if asked > answered:
-            os.write(term.master, b"the programming language\n")
+            os.write(term.master, answer)
             answered += 1
         if not term.read_some(0.1):
             break

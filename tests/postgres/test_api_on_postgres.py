@@ -53,3 +53,23 @@ async def test_nul_bytes_are_a_422_on_postgres_too(pg_url: str, tmp_path: Path) 
                 await api.client.post(f"/api/research/{sid}/clarify", json={"answers": ["a language"]})
             ).status_code == 202
             assert (await api.wait_status(sid, "completed"))["status"] == "completed"
+
+
+async def test_nul_in_a_checkpoint_or_run_id_is_a_422_on_postgres_too(pg_url: str, tmp_path: Path) -> None:
+    """Issue 45 item 7: a NUL in a checkpoint id (`GET /threads/{t}/state/ab%00c`, `POST .../state/checkpoint`)
+    reached Postgres and answered 500 (psycopg.DataError); SQLite said 404. Every id is refused at the boundary
+    with 422, on every backend; an unknown one is still a 404."""
+    pages = [Page(p.pageid, p.title, p.text[:PAGE_CHARS], p.words) for p in build_pages()]
+    with running_wiki(delay_s=0.0, pages=pages) as (wiki_url, _):
+        async with serve(offline_settings(tmp_path / "data", wiki_url, database_url=pg_url)) as api:
+            body = {"input": {"query": "How do I time a subprocess?", "providers": ["wikipedia"], "fetch": False}}
+            done = await api.client.post("/runs/wait", json={**body, "on_completion": "keep"})
+            assert done.status_code == 200, done.text
+            tid = done.headers["content-location"].split("/")[2]
+            assert (await api.client.get(f"/threads/{tid}/state/ab%00c")).status_code == 422
+            at = {"checkpoint": {"checkpoint_id": "ab\u0000c"}}
+            assert (await api.client.post(f"/threads/{tid}/state/checkpoint", json=at)).status_code == 422
+            assert (await api.client.get(f"/threads/{tid}/runs/ab%00c")).status_code == 422
+            assert (await api.client.get(f"/threads/{tid}/state/abc")).status_code == 404
+            unknown = {"checkpoint": {"checkpoint_id": "abc"}}
+            assert (await api.client.post(f"/threads/{tid}/state/checkpoint", json=unknown)).status_code == 404

@@ -479,11 +479,16 @@ async def follow_progress(
 
 
 async def ask_questions(questions: list[str]) -> list[str]:
+    """The terminal's answers, kept within the rules every answer keeps (models.api.clarification_answers):
+    control characters dropped, each cut to MAX_ANSWER_CHARS, at most MAX_ANSWERS."""
+    from research_tool.core.untrusted_text import clean_text
+    from research_tool.models.api import MAX_ANSWER_CHARS, MAX_ANSWERS
+
     answers: list[str] = []
-    for question in questions:
+    for question in questions[:MAX_ANSWERS]:
         stderr.print(Text(f"? {question}", style="bold"))
         answer = await asyncio.to_thread(sys.stdin.readline)
-        answers.append(answer.strip())
+        answers.append(clean_text(answer.strip())[:MAX_ANSWER_CHARS].strip())
     return [a for a in answers if a]
 
 
@@ -1121,6 +1126,8 @@ CLUSTER_ONLY = "needs RESEARCH_DATABASE_URL (a postgresql:// URL): sessions are 
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import signal
+
     from research_tool.core.extras import require_postgres_extra
     from research_tool.runtime.http_server import open_serving_refusal, open_serving_warning, run_server
     from research_tool.runtime.ownership import DataDirOwner, record_serving_url
@@ -1146,15 +1153,24 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     refuse_port_in_use(args.host, args.port)
     # SQLite: this process owns the data dir for the server's whole life, or exits 2 naming the owner's PID.
     owner = DataDirOwner(None) if settings.database_url else DataDirOwner.claim(settings.data_dir)
-    if not settings.database_url:
-        record_serving_url(settings.data_dir, server_url(args.host, args.port))
+    # uvicorn ends a SIGTERM'd server by raising SIGTERM again once it has stopped; with the default handler
+    # that killed the process before the `finally` below (server.url and the PID in owner.lock were left).
+    previous = signal.signal(signal.SIGTERM, exit_on_sigterm)
     try:
+        if not settings.database_url:
+            record_serving_url(settings.data_dir, server_url(args.host, args.port))
         run_server(settings, args.host, args.port)
     finally:
         if not settings.database_url:
             record_serving_url(settings.data_dir, None)
         owner.release()
+        signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
+
+
+def exit_on_sigterm(signum: int, _frame: object) -> NoReturn:
+    """SIGTERM outside uvicorn's own handling: unwind (so the data dir's files are cleaned up), exit 143."""
+    raise SystemExit(128 + signum)
 
 
 def server_url(host: str, port: int) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection
@@ -26,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from research_tool import __version__
 from research_tool.api.auth import is_authorized
 from research_tool.api.errors import error_response, status_for
+from research_tool.api.event_stream import session_events, stream_cut_short
 from research_tool.api.routes.research import check_corpus_dirs
 from research_tool.core import telemetry
 from research_tool.core.errors import ResearchToolError, ServerBusyError, SessionStateError
@@ -53,6 +55,10 @@ ReportFormat = Literal["md", "json", "html", "bib"]
 
 
 ToolFailure = (ResearchToolError, ValidationError)
+
+
+# JSON-RPC's range for errors a server defines: the call ended because the server is stopping.
+SERVER_SHUTTING_DOWN = -32000
 
 
 def error_detail(exc: ResearchToolError | ValidationError) -> dict[str, Any]:
@@ -201,9 +207,18 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
                 ctx,
             )
             svc = services()
-            async for event in svc.events.follow(session_id, 0):
+            async for event in session_events(svc, session_id, 0):
+                if event is None:  # a heartbeat: nothing happened for a while
+                    continue
                 phase = f"{event.phase}: " if event.phase else ""
                 await ctx.report_progress(float(event.seq), None, f"{phase}{event.message}")
+            if stream_cut_short(svc):  # the closing part every stream gets on shutdown: here a JSON-RPC error
+                raise MCPError(
+                    code=SERVER_SHUTTING_DOWN,
+                    message=f"ServerShuttingDown: the server is stopping; session {session_id} resumes when it is "
+                    "back (research_status, get_report)",
+                    data={"session_id": session_id, "retryable": True},
+                )
             record = await svc.store.get(session_id)
             if record.status != "completed":
                 raise SessionStateError(f"session {session_id} {record.status}: {record.error or 'no report'}")

@@ -97,6 +97,9 @@ class Settings(BaseSettings):
 
     # Engines.
     verify_citations: Literal["existence", "semantic"] = "existence"
+    # The answer reader's graph (providers/local_corpus/reader.py reads the variable itself, in every process):
+    # named here so that any other value stops the CLI and the server at start (exit 2) instead of being ignored.
+    answer_reader_variant: Literal["fp32", "int8"] = "fp32"
     llm_timeout_s: float = Field(default=300.0, gt=0)  # one model call (connect: 5 s)
     llm_context_tokens: int = Field(default=16_384, ge=2048)  # Ollama num_ctx (its default truncates prompts)
     # How JSON answers are asked for (docs/models.md): auto detects the strongest form per server and remembers it.

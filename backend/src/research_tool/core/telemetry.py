@@ -14,6 +14,7 @@ path costs nothing measurable (`make bench`, tracing_overhead).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import re
@@ -88,7 +89,8 @@ def _start_provider() -> tuple[TracerProvider, Tracer] | None:
 
     defaults = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": DEFAULT_SERVICE_NAME}
     provider = TracerProvider(resource=Resource.create(defaults))  # the sampler from OTEL_TRACES_SAMPLER
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # endpoint, headers from OTEL_*
+    # endpoint, headers and timeout from OTEL_*; the collector's answer read through a bounded session
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(session=_bounded_session())))
     from research_tool import __version__
 
     return provider, provider.get_tracer(INSTRUMENTATION_NAME, __version__)
@@ -112,9 +114,63 @@ async def open_tracing(*, content: bool = False) -> AsyncIterator[bool]:
             provider = _STATE.provider
             _STATE.tracer = _STATE.provider = None
             _STATE.content = False
-            # flushes the batch, in a thread: an unreachable collector holds it up to the exporter's timeout
-            # (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s), which must not stall the event loop's other shutdown work
-            await asyncio.to_thread(provider.shutdown)
+            await _shut_down_within(provider, EXPORT_AT_SHUTDOWN_S)
+
+
+# The last export at shutdown may take this long: inside the 5 s shutdown budget, with the 3 s graceful stop and
+# the process exit (a collector that accepts and never answers held `serve` 17.9 s, one that trickled 30.2 s).
+EXPORT_AT_SHUTDOWN_S = 1.0
+# What is read of a collector's answer (its status line and headers aside); the rest is never read (a 400 MB
+# answer raised RSS by 395 MB). OTLP answers are a few bytes of protobuf (partial success at most).
+MAX_COLLECTOR_ANSWER_BYTES = 64 * 1024
+
+
+async def _shut_down_within(provider: TracerProvider, within_s: float) -> None:
+    """Flush the spans still queued and stop the exporter, in a daemon thread waited for `within_s` at most:
+    what a slow or hostile collector still holds then is dropped (with a warning) instead of the process."""
+    import threading
+
+    from research_tool.core.logging import get_logger
+
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def finished() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def shut_down() -> None:
+        try:
+            provider.shutdown()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+                loop.call_soon_threadsafe(finished)
+
+    threading.Thread(target=shut_down, name="trace-export-at-shutdown", daemon=True).start()
+    try:
+        await asyncio.wait_for(done, within_s)
+    except TimeoutError:
+        get_logger(__name__).warning("trace_export_abandoned", reason="the collector did not answer", within_s=within_s)
+
+
+def _bounded_session() -> Any:
+    """A requests session for the OTLP exporter that reads at most MAX_COLLECTOR_ANSWER_BYTES of an answer."""
+    import requests
+
+    class BoundedSession(requests.Session):
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+            kwargs["stream"] = True
+            response = super().request(method, url, *args, **kwargs)
+            try:
+                body = response.raw.read(MAX_COLLECTOR_ANSWER_BYTES, decode_content=True)
+            except Exception:  # a reset or a timeout while reading: the status is what the exporter needs
+                body = b""
+            response._content = body or b""
+            response._content_consumed = True
+            response.close()  # not returned to the pool half read: the rest of a long answer is never read
+            return response
+
+    return BoundedSession()
 
 
 # --- spans --------------------------------------------------------------------------------------------------------

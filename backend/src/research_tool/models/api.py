@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from research_tool.core.untrusted_text import refuse_unsafe
 from research_tool.models import schemas
@@ -31,6 +32,23 @@ class ClarifyRequest(Strict):
     """Answers to the pending clarification questions, in order."""
 
     answers: list[Answer] = Field(min_length=1, max_length=MAX_ANSWERS)
+
+
+_ANSWERS: TypeAdapter[list[str]] = TypeAdapter(Annotated[list[Answer], Field(max_length=MAX_ANSWERS)])
+
+
+def clarification_answers(answers: Sequence[str]) -> list[str]:
+    """The one check every answer to a clarification passes, however it arrives (`POST /clarify` through
+    ClarifyRequest, a LangGraph `command.resume`, a chat reply, the interrupt form's `edit` decision, MCP, the
+    terminal): at most MAX_ANSWERS answers, each 1 to MAX_ANSWER_CHARS characters once stripped, with no NUL or
+    other control character. The answers, stripped; ValueError saying which rule an answer broke."""
+    try:
+        return list(_ANSWERS.validate_python(list(answers)))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        raise ValueError(f"answer {where}: {message}" if where else message) from None
 
 
 class SessionAccepted(Strict):

@@ -21,7 +21,10 @@ client address may keep at most a quarter of the slots idle (`idle_per_client`):
 connection idle for IDLE_GRACE_S is closed (issue 32: a just-accepted socket is idle until its first read, and a
 burst of 16 requests from one address lost 11 below the limit). A connection waiting for the body its headers
 announced is idle too, and closed when no byte of it came for `RESEARCH_HEADER_TIMEOUT_S` (issue 32: headers
-and then nothing held a slot for good). And a connection over the limit is not refused while an idle one exists: the
+and then nothing held a slot for good); once its body is arriving it is busy, idle again after IDLE_GRACE_S
+without a byte (issue 45: uploads were closed mid-body to make room). The header budget and deadline hold for
+every request on a connection, also one pipelined behind a request still in flight (issue 45: behind an open
+SSE stream a header grew without limit). And a connection over the limit is not refused while an idle one exists: the
 oldest idle connection of the client holding the most idle ones is closed in its place. With no
 RESEARCH_API_TOKEN, a WebSocket that carried no message for RESEARCH_WS_IDLE_TIMEOUT_S is closed (1001,
 "idle"; the page reconnects with `?after=`): with a token, the handshake already needs it.
@@ -149,6 +152,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     _header_deadline: asyncio.TimerHandle | None = None
     _body_deadline: asyncio.TimerHandle | None = None
+    _body_quiet: asyncio.TimerHandle | None = None
+    _last_body_byte = 0.0
     _head_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -171,15 +176,26 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
     def data_received(self, data: bytes) -> None:
-        if self._header_deadline is not None:  # still reading a request's line and headers
+        if self._header_deadline is not None:  # reading a request's line and headers, in flight or not
             self._head_bytes += len(data)
             if self._head_bytes > MAX_HEAD_BYTES:
                 self._cancel_header_deadline()
                 log.info("connection_closed_headers_too_large", client=str(self.client), bytes=self._head_bytes)
-                self.transport.write(_TOO_LARGE)
+                if not self._responding():  # never a 431 in the middle of another response (an SSE stream)
+                    self.transport.write(_TOO_LARGE)
                 self.transport.close()
                 return
         super().data_received(data)
+
+    def _responding(self) -> bool:
+        return self.cycle is not None and not self.cycle.response_complete
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        # A request pipelined behind one still in flight (an open SSE stream): its headers get the same budget
+        # and deadline as any (issue 45: 96 MB of one header were buffered), but the connection is not idle.
+        if self._header_deadline is None:
+            self._arm_header_deadline(idle=False)
 
     def on_headers_complete(self) -> None:
         self._cancel_header_deadline()
@@ -190,7 +206,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_body(self, body: bytes) -> None:
         super().on_body(body)
         if self._body_deadline is not None:  # progress: the deadline counts from the latest bytes
-            self._arm_body_deadline()
+            self._last_body_byte = time.monotonic()
+            self._arm_body_deadline(idle=False)  # a body arriving is activity (issue 45: uploads were closed)
+            if self._body_quiet is None:
+                self._body_quiet = self.loop.call_later(self.slots.idle_grace_s, self._check_body_quiet)
 
     def on_message_complete(self) -> None:
         self._cancel_body_deadline()
@@ -204,13 +223,30 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 return True
         return False
 
-    def _arm_body_deadline(self) -> None:
+    def _arm_body_deadline(self, *, idle: bool = True) -> None:
         if self._body_deadline is not None:
             self._body_deadline.cancel()
         self._body_deadline = self.loop.call_later(self.header_timeout_s, self._body_deadline_passed)
-        self.slots.idle(client_host(self.client), self)
+        if idle:
+            self.slots.idle(client_host(self.client), self)
+        else:
+            self.slots.busy(client_host(self.client), self)
+
+    def _check_body_quiet(self) -> None:
+        """A body that stopped arriving for IDLE_GRACE_S makes the connection idle again (closable for room)."""
+        self._body_quiet = None
+        if self._body_deadline is None:
+            return
+        quiet_s = time.monotonic() - self._last_body_byte
+        if quiet_s >= self.slots.idle_grace_s:
+            self.slots.idle(client_host(self.client), self)
+        else:
+            self._body_quiet = self.loop.call_later(self.slots.idle_grace_s - quiet_s, self._check_body_quiet)
 
     def _cancel_body_deadline(self) -> None:
+        if self._body_quiet is not None:
+            self._body_quiet.cancel()
+            self._body_quiet = None
         if self._body_deadline is not None:
             self._body_deadline.cancel()
             self._body_deadline = None
@@ -225,15 +261,17 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        # The next request on this keep-alive connection gets a fresh deadline for its headers.
+        # The next request on this keep-alive connection gets a deadline for its headers: a fresh one, or the one
+        # its head already runs against when it began behind the response that just ended (then idle again).
         if not self.transport.is_closing() and not self.pipeline:
             self._arm_header_deadline()
 
-    def _arm_header_deadline(self) -> None:
-        self._cancel_header_deadline()
-        self._head_bytes = 0
-        self._header_deadline = self.loop.call_later(self.header_timeout_s, self._header_deadline_passed)
-        self.slots.idle(client_host(self.client), self)
+    def _arm_header_deadline(self, *, idle: bool = True) -> None:
+        if self._header_deadline is None:
+            self._head_bytes = 0
+            self._header_deadline = self.loop.call_later(self.header_timeout_s, self._header_deadline_passed)
+        if idle:
+            self.slots.idle(client_host(self.client), self)
 
     def _cancel_header_deadline(self) -> None:
         if self._header_deadline is not None:

@@ -6,6 +6,12 @@ Postgres, in a small langgraph.db of the data dir (not shared between the proces
 A run's status here is what was last written; while the run is the thread's current one, the API derives
 the live status from the session's (api/langgraph/service.py) and writes it once it is final. When a later run
 replaces the thread's session, the earlier run's final values are kept in its `output` column.
+
+A run is written with everything it needs to start (`request`: the research request its body, the assistant's
+config and, for a regenerate, the thread's earlier question made), before anything of the thread is changed.
+A run that replaces the thread's session is written `pending` with `starting` set first; only then is the
+earlier session deleted and the new one created. A process killed anywhere in between leaves the old session
+(the run then starts at the next start) or the new one (the run is then marked running): never neither.
 """
 
 from __future__ import annotations
@@ -46,7 +52,9 @@ CREATE TABLE IF NOT EXISTS lg_runs (
     kwargs TEXT NOT NULL DEFAULT '{}',
     start_seq INTEGER NOT NULL DEFAULT 0,
     cancel_reason TEXT,
-    output TEXT
+    output TEXT,
+    request TEXT,
+    starting INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS lg_runs_thread ON lg_runs (thread_id, created_at);
 """
@@ -80,6 +88,10 @@ class RunRow:
     cancel_reason: str | None = None
     # The run's final values, kept when a later run replaced its session (its events and checkpoints are gone).
     output: dict[str, Any] | None = None
+    # The research request the run starts (ResearchRequest as JSON); None on rows from before the column.
+    request: dict[str, Any] | None = None
+    # Written before the run replaces the thread's session: a restart finishes the replacement.
+    starting: bool = False
 
     @property
     def final(self) -> bool:
@@ -121,6 +133,8 @@ def _run(row: aiosqlite.Row) -> RunRow:
         start_seq=int(row["start_seq"]),
         cancel_reason=row["cancel_reason"],
         output=None if row["output"] is None else _json_object(row["output"], f"run {row['run_id']} output"),
+        request=None if row["request"] is None else _json_object(row["request"], f"run {row['run_id']} request"),
+        starting=bool(row["starting"]),
     )
 
 
@@ -134,8 +148,9 @@ class ThreadRuns:
         await self._conn.executescript(SCHEMA)
         async with self._conn.execute("PRAGMA table_info(lg_runs)") as cur:
             columns = {str(r[1]) for r in await cur.fetchall()}
-        if "output" not in columns:  # a data dir from before the column
-            await self._conn.execute("ALTER TABLE lg_runs ADD COLUMN output TEXT")
+        for column, kind in (("output", "TEXT"), ("request", "TEXT"), ("starting", "INTEGER NOT NULL DEFAULT 0")):
+            if column not in columns:  # a data dir from before the column
+                await self._conn.execute(f"ALTER TABLE lg_runs ADD COLUMN {column} {kind}")
 
     # --- threads --------------------------------------------------------------------------------
 
@@ -174,7 +189,8 @@ class ThreadRuns:
     async def add_run(self, run: RunRow) -> None:
         await self._conn.execute(
             "INSERT INTO lg_runs (run_id, thread_id, assistant_id, status, created_at, updated_at, metadata,"
-            " multitask_strategy, kwargs, start_seq, cancel_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " multitask_strategy, kwargs, start_seq, cancel_reason, request, starting)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.run_id,
                 run.thread_id,
@@ -187,6 +203,8 @@ class ThreadRuns:
                 json.dumps(run.kwargs, default=str),
                 run.start_seq,
                 run.cancel_reason,
+                None if run.request is None else json.dumps(run.request),
+                int(run.starting),
             ),
         )
 
@@ -208,9 +226,14 @@ class ThreadRuns:
         async with self._conn.execute("SELECT DISTINCT thread_id FROM lg_runs WHERE status = 'pending'") as cur:
             return [str(r[0]) for r in await cur.fetchall()]
 
+    async def delete_run(self, run_id: str) -> None:
+        await self._conn.execute("DELETE FROM lg_runs WHERE run_id = ?", (run_id,))
+
     async def update_run(self, run_id: str, **fields: Any) -> None:
         if "output" in fields:
             fields["output"] = json.dumps(fields["output"], default=str)
+        if "starting" in fields:
+            fields["starting"] = int(fields["starting"])
         fields["updated_at"] = utc_now_iso()
         assignments = ", ".join(f"{k} = ?" for k in fields)
         await self._conn.execute(f"UPDATE lg_runs SET {assignments} WHERE run_id = ?", (*fields.values(), run_id))

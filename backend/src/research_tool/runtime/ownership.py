@@ -106,27 +106,63 @@ def owner_pid(data_dir: Path) -> int | None:
     return int(text) if text.isdecimal() else None
 
 
-def serving_url(data_dir: Path) -> str | None:
-    """The URL the server owning `data_dir` wrote (`record_serving_url`): None when there is none, or when the
-    file is stale (another PID than the lock's owner: a server killed before it could remove it)."""
+def _read_regular(path: Path, limit: int) -> str | None:
+    """At most `limit` bytes of `path` when it is a regular file; None otherwise (a symlink is not followed, a
+    FIFO does not block the open, anything else than a regular file is not read)."""
     try:
-        text = (data_dir / SERVER_URL_FILE).read_text(encoding="utf-8", errors="replace").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    pid, _, url = text.partition(" ")
-    if not pid.isdecimal() or int(pid) != owner_pid(data_dir):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _url_file_pid(text: str | None) -> tuple[int | None, str]:
+    pid, _, url = (text or "").strip().partition(" ")
+    return (int(pid) if pid.isdecimal() else None), url
+
+
+def serving_url(data_dir: Path) -> str | None:
+    """The URL the server owning `data_dir` wrote (`record_serving_url`): None when there is none, when the
+    file is stale (another PID than the lock's owner: a server killed before it could remove it), or when it
+    is not a regular file (a symlink or FIFO there is neither followed nor waited on)."""
+    pid, url = _url_file_pid(_read_regular(data_dir / SERVER_URL_FILE, 512))
+    if pid is None or pid != owner_pid(data_dir):
         return None
     return url if url.startswith(("http://", "https://")) and len(url) < 300 and url.isprintable() else None
 
 
 def record_serving_url(data_dir: Path, url: str | None) -> None:
-    """Write (or, with None, remove) the URL of the server that owns `data_dir`, with its PID."""
+    """Write (or, with None, remove) the URL of the server that owns `data_dir`, with its PID.
+
+    Written to a new file beside it (O_EXCL: never through a link) and renamed over `server.url`: whatever
+    was there (a symlink, a FIFO, a stale file) is replaced, never written through or waited on. Removed only
+    when it is this process's own file."""
     path = data_dir / SERVER_URL_FILE
-    with suppress(OSError):
-        if url is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.write_text(f"{os.getpid()} {url}\n", encoding="utf-8")
+    if url is None:
+        if _url_file_pid(_read_regular(path, 512))[0] == os.getpid():
+            with suppress(OSError):
+                path.unlink()
+        return
+    scratch = data_dir / f".{SERVER_URL_FILE}.{os.getpid()}"
+    try:
+        with suppress(FileNotFoundError):
+            scratch.unlink()
+        fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            os.write(fd, f"{os.getpid()} {url}\n".encode())
+        finally:
+            os.close(fd)
+        os.replace(scratch, path)
+    except OSError:  # a directory in its place, a read-only data dir: `run` then names no URL, nothing more
+        with suppress(OSError):
+            scratch.unlink()
 
 
 def in_use_error(data_dir: Path) -> DataDirInUseError:

@@ -21,12 +21,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from research_tool.core import telemetry
-from research_tool.core.errors import ResearchToolError, ServerBusyError, SessionStateError
+from research_tool.core.errors import BadInputError, ResearchToolError, ServerBusyError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.core.wording import plural
 from research_tool.engines.base import ReasoningEngine
 from research_tool.graph.context import ResearchContext
 from research_tool.graph.graph import RECURSION_LIMIT, compile_graph
+from research_tool.models.api import clarification_answers
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
 from research_tool.models.sessions import INTERRUPTED, SessionRecord
@@ -276,6 +277,12 @@ class SessionRunner:
         return await self.store.get(session_id)
 
     async def provide_answers(self, session_id: str, answers: list[str]) -> SessionRecord:
+        """Answer the session's clarifying questions; BadInputError (nothing written) when the answers break
+        the rules every answer keeps, however it arrives (models.api.clarification_answers)."""
+        try:
+            answers = clarification_answers(answers)
+        except ValueError as exc:
+            raise BadInputError(f"invalid answers: {exc}") from None
         record = await self.store.get(session_id)
         if record.status != "awaiting_clarification":
             raise SessionStateError(f"session {session_id} is not waiting for clarification (status {record.status})")
@@ -301,6 +308,11 @@ class SessionRunner:
             await asyncio.gather(live.task, return_exceptions=True)
         await self.store.delete(session_id)
         await self.janitor.forget(session_id)  # events, checkpoints, page texts, exports
+
+    async def forget_leftovers(self, session_id: str) -> None:
+        """What a session whose row is already gone left behind (events, checkpoints, page texts, exports): a
+        process killed between a delete's steps. A new session with the same id then starts clean."""
+        await self.janitor.forget(session_id)
 
     async def cancel_all(self) -> None:
         """Shutdown: cancel running tasks; their sessions become `interrupted` and stay resumable."""

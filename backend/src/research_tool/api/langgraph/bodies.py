@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from research_tool.api.errors import ApiError
 from research_tool.core.json_shape import json_depth
 from research_tool.core.untrusted_text import refuse_unsafe
+from research_tool.models.api import clarification_answers
 from research_tool.models.request import ResearchRequest
 
 GRAPH_ID = "research"
@@ -80,6 +81,19 @@ class CheckpointRequest(Body):
     checkpoint: dict[str, Any] = Field(default_factory=dict)
     subgraphs: bool = False
     select: list[str] | None = None
+
+    def checkpoint_id(self) -> str | None:
+        """The named checkpoint's id; a 422 when it is not a short text without control characters (a NUL
+        reached Postgres as a 500)."""
+        value = self.checkpoint.get("checkpoint_id")
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or len(value) > 64:
+            raise unprocessable("checkpoint.checkpoint_id must be a checkpoint id (text, at most 64 characters)")
+        try:
+            return refuse_unsafe(value)
+        except ValueError as exc:
+            raise unprocessable(f"invalid checkpoint.checkpoint_id: {exc}") from None
 
 
 class AssistantSearch(Body):
@@ -241,28 +255,33 @@ def decision_answers(decision: Any) -> list[str]:
         action = decision.get("edited_action") or {}
         args = action.get("args") if isinstance(action, dict) else None
         values = args.values() if isinstance(args, dict) else []
-        return [str(v).strip() for v in values if isinstance(v, str | int | float) and str(v).strip()]
+        return [str(v) for v in values if isinstance(v, str | int | float) and str(v).strip()]
     if decision.get("type") == "reject":
-        return resume_answers(decision.get("message"))
+        return _given_answers(decision.get("message"))
     return []
 
 
 def resume_answers(resume: Any) -> list[str]:
-    """The clarification answers of `command.resume`: a string, a list of strings, {"answers": [...]}, a
-    chat UI form's {"decisions": [...]}, or a map from interrupt id to any of those (what
-    Command(resume={id: value}) sends)."""
+    """The clarification answers of `command.resume` (or of a chat reply): a string, a list of strings,
+    {"answers": [...]}, a chat UI form's {"decisions": [...]}, or a map from interrupt id to any of those (what
+    Command(resume={id: value}) sends). Checked as `POST /clarify` checks them (`clarification_answers`: count,
+    length, no NUL or control character): a 422 otherwise, on every backend."""
+    try:
+        return clarification_answers(_given_answers(resume))
+    except ValueError as exc:
+        raise unprocessable(f"invalid command.resume: {exc}") from None
+
+
+def _given_answers(resume: Any) -> list[str]:
+    """Every non-blank answer in `resume`, as given."""
     if isinstance(resume, str):
-        try:
-            refuse_unsafe(resume)  # Postgres refuses NUL: the same 422 on every backend
-        except ValueError as exc:
-            raise unprocessable(f"invalid command.resume: {exc}") from None
         return [resume] if resume.strip() else []
     if isinstance(resume, list):
-        return [a for value in resume for a in resume_answers(value if isinstance(value, str) else str(value))]
+        return [a for value in resume for a in _given_answers(value if isinstance(value, str) else str(value))]
     if isinstance(resume, dict):
         if "answers" in resume:
-            return resume_answers(resume["answers"])
+            return _given_answers(resume["answers"])
         if "decisions" in resume:
             return [a for decision in as_list(resume["decisions"]) for a in decision_answers(decision)]
-        return [a for value in resume.values() for a in resume_answers(value)]
+        return [a for value in resume.values() for a in _given_answers(value)]
     return []

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import AfterValidator
 
 from research_tool import __version__
 from research_tool.api.auth import require_token
@@ -32,11 +33,15 @@ from research_tool.api.langgraph.service import LangGraphProtocol
 from research_tool.api.langgraph.shapes import assistant, assistants, is_assistant, run_json
 from research_tool.api.langgraph.streaming import RunStream
 from research_tool.api.trace_context import CallerTrace
+from research_tool.core.untrusted_text import refuse_unsafe
 
 langgraph = APIRouter(tags=["langgraph"], dependencies=[Depends(require_token)], include_in_schema=False)
 
 ThreadId = Annotated[str, PathParam(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
-RunId = Annotated[str, PathParam(min_length=1, max_length=64)]
+# Run and checkpoint ids: no NUL or other control character (Postgres refuses NUL in text: the same 422 on
+# every backend, never its DataError as a 500); an unknown id is a 404.
+RunId = Annotated[str, PathParam(min_length=1, max_length=64), AfterValidator(refuse_unsafe)]
+CheckpointId = Annotated[str, PathParam(min_length=1, max_length=64), AfterValidator(refuse_unsafe)]
 
 
 def protocol_of(request: Request) -> LangGraphProtocol:
@@ -168,9 +173,7 @@ async def get_thread_state(thread_id: ThreadId, protocol: Protocol) -> dict[str,
 
 
 @langgraph.get("/threads/{thread_id}/state/{checkpoint_id}")
-async def get_thread_state_at(
-    thread_id: ThreadId, checkpoint_id: Annotated[str, PathParam(max_length=64)], protocol: Protocol
-) -> dict[str, Any]:
+async def get_thread_state_at(thread_id: ThreadId, checkpoint_id: CheckpointId, protocol: Protocol) -> dict[str, Any]:
     return await protocol.thread_state(thread_id, checkpoint_id)
 
 
@@ -178,8 +181,17 @@ async def get_thread_state_at(
 async def get_thread_state_at_checkpoint(
     thread_id: ThreadId, body: CheckpointRequest, protocol: Protocol
 ) -> dict[str, Any]:
-    checkpoint_id = body.checkpoint.get("checkpoint_id")
-    return await protocol.thread_state(thread_id, str(checkpoint_id) if checkpoint_id else None)
+    return await protocol.thread_state(thread_id, body.checkpoint_id())
+
+
+@langgraph.post("/threads/{thread_id}/state")
+async def update_thread_state(thread_id: ThreadId) -> None:
+    raise ApiError(404, "updating a thread's state by hand is not served (docs/langgraph.md)")
+
+
+@langgraph.post("/threads/prune")
+async def prune_threads() -> None:
+    raise ApiError(404, "thread prune is not served (docs/langgraph.md)")
 
 
 @langgraph.post("/threads/{thread_id}/history")

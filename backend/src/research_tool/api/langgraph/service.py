@@ -42,7 +42,7 @@ from research_tool.core.keyed_locks import KeyedLocks
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.events import Event
-from research_tool.models.request import ResearchRequest
+from research_tool.models.request import MAX_QUERY_CHARS, ResearchRequest
 from research_tool.models.sessions import SessionRecord, check_session_id
 from research_tool.runtime.composition import ResearchServices
 from research_tool.runtime.langgraph_threads import RunRow, ThreadRow, ThreadRuns, open_thread_runs
@@ -127,6 +127,8 @@ class LangGraphProtocol:
         row = await self.runs.get_thread(thread_id)
         record = await self.record(thread_id)
         if record is None and (row is None or row.started):
+            if row is not None and any(r.starting for r in await self.runs.runs_of(thread_id)):
+                return row, None  # a new round is replacing the session (see replace_round): the thread stands
             if row is not None:  # its session was deleted through /api/research: the thread goes with it
                 await self.runs.delete_thread(thread_id)
             raise not_found(f"unknown thread id: {thread_id}")
@@ -392,6 +394,7 @@ class LangGraphProtocol:
             return run
         earlier = await self.earlier_request(thread_id, record) if is_regenerate(body) else None
         request = check_request(research_request(body, earlier, assistant_options(body.assistant_id)), self.services)
+        run.request = request.model_dump(mode="json")  # all it needs to start later (enqueued, or after a kill)
         busy = any(r.status in ("pending", "running") for r in runs) or (record is not None and not record.finished)
         if busy:
             if body.multitask_strategy == "reject":
@@ -399,10 +402,31 @@ class LangGraphProtocol:
             run.status = "pending"
             await self.runs.add_run(run)
             return run
-        await self.start_session(thread_id, request, record is not None, traceparent)
-        await self.runs.add_run(run)
+        if record is None:
+            await self.start_session(thread_id, request, False, traceparent)
+            await self.runs.add_run(run)
+        else:
+            await self.replace_round(run, request, traceparent)
         await self.note_assistant(thread_id, body.assistant_id)
         return run
+
+    async def replace_round(self, run: RunRow, request: ResearchRequest, traceparent: str | None) -> None:
+        """Start `run` as a new round in place of the thread's finished session. The run is written first
+        (`pending`, `starting`): a process killed at any instant after that leaves the old session or the new
+        one, and the next start finishes the replacement (`dispatch`); killed before it, the old round stands."""
+        run.status, run.starting = "pending", True
+        await self.runs.add_run(run)
+        try:
+            await self.start_session(run.thread_id, request, True, traceparent)
+        except BaseException:
+            still = await asyncio.shield(self.record(run.thread_id))
+            if still is not None and still.finished:  # refused before the old round was touched (a full server)
+                await asyncio.shield(self.runs.delete_run(run.run_id))
+            elif still is None:  # the old round is gone: the run stays `starting`, and starts when dispatched
+                self.session_finished(run.thread_id)
+            raise
+        await self.runs.update_run(run.run_id, status="running", starting=False)
+        run.status, run.starting = "running", False
 
     async def earlier_request(self, thread_id: str, record: SessionRecord | None) -> ResearchRequest | None:
         """What a run with no input (a chat UI's regenerate) asks again: the thread's last question, as its
@@ -413,6 +437,8 @@ class LangGraphProtocol:
         if record.request.clarify:
             snapshot = await self.services.runner.graph.aget_state(thread_config(thread_id))
             query = str((snapshot.values or {}).get("refined_query") or query)
+        if len(query) > MAX_QUERY_CHARS:  # answers folded into the question: the question must still be one
+            query = query[:MAX_QUERY_CHARS].rsplit(" ", 1)[0].rstrip(" (;")
         return record.request.model_copy(update={"query": query, "clarify": False})
 
     async def note_assistant(self, thread_id: str, assistant_id: str) -> None:
@@ -457,22 +483,45 @@ class LangGraphProtocol:
         task.add_done_callback(self._tasks.discard)
 
     async def dispatch(self, thread_id: str) -> None:
+        """Start the thread's first pending run once its session has finished; and at start, finish a
+        replacement a killed process left half done (see `replace_round`)."""
         async with self._locks.hold(thread_id):
             runs, record = await self.settled_runs(thread_id)
-            if record is not None and not record.finished:
-                return
             pending = [r for r in runs if r.status == "pending"]
             if not pending:
                 return
             run = pending[0]
+            if record is not None and not record.finished:
+                if run.starting:  # killed after its session was created: the unfinished session is this run's
+                    await self.runs.update_run(run.run_id, status="running", starting=False, start_seq=0)
+                return
             try:
-                request = research_request(RunCreate.model_validate(run.kwargs))
+                request = await self.stored_request(thread_id, run, record)
+                await self.runs.update_run(run.run_id, starting=True)
+                if record is None and (row := await self.runs.get_thread(thread_id)) is not None and row.started:
+                    await self.services.runner.forget_leftovers(thread_id)  # killed between delete and create
                 await self.start_session(thread_id, request, record is not None)
             except Exception as exc:
                 log.warning("langgraph_enqueued_run_failed", thread_id=thread_id, run_id=run.run_id, error=str(exc))
-                await self.runs.update_run(run.run_id, status="error")
+                if await self.record(thread_id) is None and run.request is not None:
+                    return  # the earlier round is gone already: the run stays to start later (never neither)
+                await self.runs.update_run(run.run_id, status="error", starting=False)
                 return
-            await self.runs.update_run(run.run_id, status="running", start_seq=0)
+            await self.runs.update_run(run.run_id, status="running", starting=False, start_seq=0)
+
+    async def stored_request(self, thread_id: str, run: RunRow, record: SessionRecord | None) -> ResearchRequest:
+        """The research request a pending run starts: as written with it; a regenerate asks the thread's
+        question as it stands when the run starts (refined by a clarification meanwhile). Rows from before
+        the `request` column are rebuilt from their body and assistant."""
+        body = RunCreate.model_validate(run.kwargs)
+        regenerate = is_regenerate(body)
+        if run.request is not None and not (regenerate and record is not None):
+            request = ResearchRequest.model_validate(run.request)
+        else:
+            earlier = await self.earlier_request(thread_id, record) if regenerate else None
+            request = research_request(body, earlier, assistant_options(run.assistant_id))
+        check_request(request, self.services)
+        return request
 
     async def cancel(self, thread_id: str, run_id: str, action: str) -> RunRow:
         if action != "interrupt":

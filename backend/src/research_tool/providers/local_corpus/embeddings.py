@@ -233,21 +233,17 @@ class SentenceEncoder:
         self.layers = _layer_count(raw)
 
     def _load_onnx(self, digest: str, threads: int) -> OnnxForward:
-        from research_tool.providers.local_corpus.onnx_encoder import OnnxForward, cached_model
+        from research_tool.providers.local_corpus.onnx_encoder import build_graph, cached_forward, encoder_cache_file
 
-        def build_inputs() -> tuple[dict[str, npt.NDArray[np.float32]], int]:
+        variant = "int8" if self.runtime == "onnx-int8" else "fp32"
+
+        def build_model() -> Any:
             raw = self._raw_weights()
-            return raw, _layer_count(raw)
+            return build_graph(
+                raw, layers=_layer_count(raw), heads=_HEADS, hidden=DIMENSIONS, layer_norm_eps=_LAYER_NORM_EPS
+            )
 
-        model = cached_model(
-            build_inputs,
-            digest=digest,
-            variant="int8" if self.runtime == "onnx-int8" else "fp32",
-            heads=_HEADS,
-            hidden=DIMENSIONS,
-            layer_norm_eps=_LAYER_NORM_EPS,
-        )
-        return OnnxForward(model, threads=threads)
+        return cached_forward(encoder_cache_file(digest, variant), build_model, variant=variant, threads=threads)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]

@@ -9,8 +9,9 @@ LayerNorm, `layers` blocks of 12-head self-attention and a GELU (exact, erf) fee
 the attention mask and L2 normalisation, in the graph. Inputs `input_ids` and `attention_mask` (int64, batch x
 tokens), output `embeddings` (float32, batch x 384, unit rows).
 
-Built once per weights file and variant, then cached (`model_cache_dir()`), written atomically; when the cache cannot
-be written the model is built in memory for the process. "int8" is `onnxruntime.quantization.quantize_dynamic` over
+Built once per weights file and variant, then cached (`model_cache_dir()`), written atomically, and rebuilt once
+when the cached file does not load (`cached_forward`); when the cache cannot be written the model is built in
+memory for the process. "int8" is `onnxruntime.quantization.quantize_dynamic` over
 the MatMuls with constant weights (per-channel int8); its vectors differ from float32 by about 1% in cosine, so its
 model key differs too (embeddings.SentenceEncoder.model_key) and a folder encoded by another variant re-embeds.
 """
@@ -45,6 +46,13 @@ def model_cache_dir() -> Path:
         return Path(configured).expanduser()
     base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
     return Path(base).expanduser() / "research-tool" / "encoders"
+
+
+def encoder_cache_file(digest: str, variant: str) -> Path:
+    """The cached encoder model for the weights file `digest` names and `variant` (one of VARIANTS)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown encoder variant {variant!r}: one of {', '.join(VARIANTS)}")
+    return model_cache_dir() / f"all-minilm-l6-v2-{digest}-g{_GRAPH_VERSION}-{variant}.onnx"
 
 
 def build_graph(
@@ -212,51 +220,73 @@ def quantize_int8(source: Path, target: Path) -> None:
     )
 
 
-def cached_model(
-    load_weights: Callable[[], tuple[Mapping[str, npt.NDArray[np.float32]], int]],
+def cached_forward(
+    target: Path,
+    build_model: Callable[[], Any],
     *,
-    digest: str,
     variant: str,
-    heads: int,
-    hidden: int,
-    layer_norm_eps: float,
-) -> Path | bytes:
-    """The built model for the weights file `digest` names and `variant`: a cached file, built now when missing
-    (`load_weights()` -> (weights, layers) is called only then); its bytes when the cache cannot be written."""
+    threads: int,
+    output: str = "embeddings",
+    what: str = "encoder",
+) -> OnnxForward:
+    """An onnxruntime session over the model cached at `target`; the model is built (`build_model()` -> the float32
+    onnx.ModelProto, quantized here for "int8") when the file is missing, and rebuilt once, with a warning, when
+    the cached file does not load (truncated, emptied or overwritten: a crash while it was written, a full disk).
+
+    Written atomically (a scratch file beside it, fsynced, renamed over `target`, the folder fsynced), so a reader
+    sees the old file or the whole new one; a concurrent builder's file is as good as this one. When the cache
+    cannot be written the model is built in memory for this process."""
     if variant not in VARIANTS:
-        raise ValueError(f"unknown encoder variant {variant!r}: one of {', '.join(VARIANTS)}")
-    folder = model_cache_dir()
-    target = folder / f"all-minilm-l6-v2-{digest}-g{_GRAPH_VERSION}-{variant}.onnx"
+        raise ValueError(f"unknown {what} variant {variant!r}: one of {', '.join(VARIANTS)}")
     if target.is_file():
-        return target
-    weights, layers = load_weights()
-    model = build_graph(weights, layers=layers, heads=heads, hidden=hidden, layer_norm_eps=layer_norm_eps)
+        try:
+            return OnnxForward(target, threads=threads, output=output)
+        except Exception as exc:  # onnxruntime raises its own types (InvalidProtobuf, Fail, ...)
+            log.warning(
+                "model_cache_damaged",
+                what=what,
+                path=str(target),
+                error=f"{type(exc).__name__}: {str(exc)[:200]}",
+                action="rebuilding it",
+            )
+    model = _write_cached(target, build_model().SerializeToString(), variant, what)
+    return OnnxForward(model, threads=threads, output=output)
+
+
+def _write_cached(target: Path, raw: bytes, variant: str, what: str) -> Path | bytes:
+    """`raw` (a float32 model) as `variant`, written atomically to `target`; its bytes when that cannot be done."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as scratch:
-            fp32 = Path(scratch) / "fp32.onnx"
-            fp32.write_bytes(model.SerializeToString())
-            built = fp32
-            if variant == "int8":
-                built = Path(scratch) / "int8.onnx"
-                quantize_int8(fp32, built)
-            os.replace(built, target)  # atomic: a concurrent builder's file is as good as this one
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
+            built = _materialise(raw, variant, Path(scratch))
+            _fsync(built, os.O_RDONLY)
+            os.replace(built, target)
+            _fsync(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
-        log.warning("encoder_cache_unwritable", folder=str(folder), error=str(exc)[:200])
-        return _in_memory(model, variant)
-    log.info("encoder_model_built", path=str(target), variant=variant)
+        log.warning(f"{what}_cache_unwritable", folder=str(target.parent), error=str(exc)[:200])
+        with tempfile.TemporaryDirectory(prefix="research-tool-encoder-") as scratch:
+            return _materialise(raw, variant, Path(scratch)).read_bytes()
+    log.info(f"{what}_model_built", path=str(target), variant=variant)
     return target
 
 
-def _in_memory(model: Any, variant: str) -> bytes:
-    raw: bytes = model.SerializeToString()
+def _materialise(raw: bytes, variant: str, folder: Path) -> Path:
+    """The model file for `variant` in `folder`, from the float32 model's bytes."""
+    fp32 = folder / "fp32.onnx"
+    fp32.write_bytes(raw)
     if variant == "fp32":
-        return raw
-    with tempfile.TemporaryDirectory(prefix="research-tool-encoder-") as scratch:
-        fp32, int8 = Path(scratch) / "fp32.onnx", Path(scratch) / "int8.onnx"
-        fp32.write_bytes(raw)
-        quantize_int8(fp32, int8)
-        return int8.read_bytes()
+        return fp32
+    int8 = folder / "int8.onnx"
+    quantize_int8(fp32, int8)
+    return int8
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class OnnxForward:

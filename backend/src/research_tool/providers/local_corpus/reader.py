@@ -9,7 +9,8 @@ What is shipped is small: `engines/text/reader_adapters.npz` (low-rank adapters 
 LayerNorms and the head, float16, written by `python -m research_tool.eval.train_reader`; its card
 `reader_adapters.json` gives the command, the digests and the loss curve). At first use the adapters are checked
 against the card's digest, merged into the packaged base weights (W + B A) and built into an onnxruntime graph
-(`onnx_encoder.build_graph` with a head), cached like the encoder's. No torch at run time.
+(`onnx_encoder.build_graph` with a head), cached like the encoder's (`onnx_encoder.cached_forward`: written
+atomically, rebuilt once when the cached file does not load). No torch at run time.
 
 On by default when the `semantic` extra and the base weights are installed; `RESEARCH_ANSWER_READER=0` turns it
 off (the lexical ranker answers alone, as without the extra).
@@ -20,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from research_tool.core.logging import get_logger
 from research_tool.providers.local_corpus.embeddings import find_model_files, unavailable_reason
-from research_tool.providers.local_corpus.onnx_encoder import OnnxForward, build_graph, model_cache_dir, quantize_int8
+from research_tool.providers.local_corpus.onnx_encoder import VARIANTS, build_graph, cached_forward, model_cache_dir
 from research_tool.providers.local_corpus.reader_inputs import Passage, encode_batch
 
 if TYPE_CHECKING:
@@ -74,7 +74,8 @@ def merged_weights(
     return weights, head
 
 
-def _build(target: Path, variant: str, adapters_file: Path) -> Path | bytes:
+def _reader_graph(adapters_file: Path) -> Any:
+    """The reader's float32 onnx.ModelProto: the packaged base weights with `adapters_file` merged in, and the head."""
     import numpy as np
     from safetensors.numpy import load_file
 
@@ -84,22 +85,15 @@ def _build(target: Path, variant: str, adapters_file: Path) -> Path | bytes:
         adapters = {k: stored[k] for k in stored.files}
     layers = 1 + max(int(k.split(".")[2]) for k in base if k.startswith("encoder.layer."))
     weights, head = merged_weights(base, adapters)
-    model = build_graph(weights, layers=layers, heads=12, hidden=384, layer_norm_eps=1e-12, head=head)
-    raw: bytes = model.SerializeToString()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
-            built = Path(scratch) / "fp32.onnx"
-            built.write_bytes(raw)
-            if variant == "int8":
-                quantize_int8(built, Path(scratch) / "int8.onnx")
-                built = Path(scratch) / "int8.onnx"
-            os.replace(built, target)
-    except OSError as exc:
-        log.warning("reader_cache_unwritable", folder=str(target.parent), error=str(exc)[:200])
-        return raw
-    log.info("reader_model_built", path=str(target), variant=variant)
-    return target
+    return build_graph(weights, layers=layers, heads=12, hidden=384, layer_norm_eps=1e-12, head=head)
+
+
+def chosen_variant(variant: str | None = None) -> str:
+    """`variant`, else $RESEARCH_ANSWER_READER_VARIANT, else fp32: one of VARIANTS (a name is never a path)."""
+    chosen = variant or os.environ.get(VARIANT_ENV, "").strip() or "fp32"
+    if chosen not in VARIANTS:
+        raise ReaderUnavailableError(f"{VARIANT_ENV}={chosen[:40]!r}: one of {', '.join(VARIANTS)}")
+    return chosen
 
 
 class AnswerReader:
@@ -112,11 +106,12 @@ class AnswerReader:
         digest = _digest(adapters)
         if digest != card.get("adapters_sha256"):
             raise ReaderUnavailableError(f"{adapters.name} does not match its card's digest")
-        chosen = variant or os.environ.get(VARIANT_ENV, "").strip() or "fp32"
+        chosen = chosen_variant(variant)
         files = find_model_files(allow_download=False)
         target = model_cache_dir() / f"answer-reader-{digest[:16]}-g{_GRAPH_VERSION}-{chosen}.onnx"
-        model: Path | bytes = target if target.is_file() else _build(target, chosen, adapters)
-        self._forward = OnnxForward(model, threads=threads, output="logits")
+        self._forward = cached_forward(
+            target, lambda: _reader_graph(adapters), variant=chosen, threads=threads, output="logits", what="reader"
+        )
         tokenizer = Tokenizer.from_file(str(files.tokenizer))
         tokenizer.no_padding()
         tokenizer.no_truncation()
@@ -152,6 +147,11 @@ def answer_reader() -> ProcessReader | None:
     ranker answers alone; the reason is logged once)."""
     if os.environ.get(READER_ENV, "").strip() in ("0", "false", "off", "no"):
         return None
+    try:
+        chosen_variant()
+    except ReaderUnavailableError as exc:
+        log.warning("answer_reader_unavailable", reason=str(exc))
+        return None
     return ProcessReader() if _unavailable() is None else None
 
 
@@ -173,6 +173,6 @@ def _loaded() -> AnswerReader | None:
         return None
     try:
         return AnswerReader()
-    except (ReaderUnavailableError, OSError, ValueError, KeyError) as exc:
-        log.warning("answer_reader_unavailable", reason=str(exc)[:200])
+    except Exception as exc:  # the reader is optional: the lexical ranker answers alone, never a failure
+        log.warning("answer_reader_unavailable", reason=f"{type(exc).__name__}: {str(exc)[:200]}")
         return None
