@@ -24,6 +24,7 @@ from research_tool.engines.prompt_timing import PromptTiming, prompt_work, share
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
 from tests.support.sessions import local_request, run_session
+from tests.support.timing import LOAD_SLACK_S
 
 from .conftest import llm_settings
 from .evaluating_server import EvaluatingServer
@@ -221,7 +222,8 @@ async def test_no_prompt_evaluation_outlives_a_session_against_a_slow_server(cor
     assert result.record.status == "completed", result.record.error
     assert result.report is not None
     duration = result.report["metadata"]["duration_s"]
-    assert duration < limit_s, f"the session took {duration:.1f} s against a {limit_s:.0f} s limit"
+    # the limit keeps a reserve for writing the report; a busy machine may stretch that writing (issue 43)
+    assert duration < limit_s + LOAD_SLACK_S, f"the session took {duration:.1f} s against a {limit_s:.0f} s limit"
     outlived = {e.request.step: round(e.outlived_client_s, 1) for e in server.evaluations if e.outlived_client_s}
     assert all(s < 1.0 for s in outlived.values()), f"evaluations went on after their call ended: {outlived}"
     late = [e.request.step for e in server.evaluations if e.ended is not None and e.ended > ended + 1.0]
