@@ -66,7 +66,7 @@ def initial_state(record: SessionRecord, clock_started: float | None = None) -> 
         session_id=record.id,
         original_query=request.query,
         request=request.model_dump(mode="json"),
-        privacy_mode=request.privacy_mode,
+        privacy_mode=request.privacy,
         started_at=(datetime.now(UTC) - timedelta(seconds=lead)).isoformat() if lead else utc_now_iso(),
         iteration=0,
         should_stop=False,
@@ -120,6 +120,7 @@ class SessionRunner:
         clarify_timeout_s: float,
         max_queued: int = 2000,
         leasing: SessionLeasing | None = None,
+        llm: str = "offline",
     ) -> None:
         self.store = store
         self.events = events
@@ -132,6 +133,7 @@ class SessionRunner:
         self.admission = Admission(max_running=max_concurrent, max_queued=max_queued)
         self._clarify_timeout_s = clarify_timeout_s
         self._leasing = leasing
+        self._llm = llm  # the engine `default_privacy` counts with, for a request that names no privacy mode
         self._max_queued = max_queued
         self._live: dict[str, _Live] = {}
         self._finish_listeners: list[Callable[[str], None]] = []
@@ -149,6 +151,7 @@ class SessionRunner:
         of the shared table are the queue, and `submit` hands the session to the workers).
         `traceparent`: the caller's trace context (tracing on), which the session's first trace is a child of."""
         trace_context = initial_trace_context(traceparent)
+        request = request.with_default_privacy(self._llm)  # stored as said (a no-op after `validate`)
         if self._leasing is not None:
             return await self._create_queued(request, session_id, trace_context)
         with self.admission.reserve(running=self.running_count):

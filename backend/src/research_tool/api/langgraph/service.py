@@ -87,8 +87,7 @@ def check_request(request: Any, services: Any) -> Any:
     """The run's research request, refused (4xx) before anything is written when it names a folder the server
     does not allow or breaks a rule of the request."""
     check_corpus_dirs(request, services.settings)
-    services.validate(request)
-    return request
+    return services.validate(request)
 
 
 class LangGraphProtocol:
