@@ -423,6 +423,8 @@ class SessionRunner:
                 elif mode == "values":
                     values = chunk
                     await self.store.update(session_id, progress=progress_of(values))
+                    if values.get("tier"):  # the tier the session runs (the request's may be None: auto)
+                        telemetry.current().set("research.tier", values["tier"])
             if interrupt_value is None:
                 break
             graph_input = Command(resume=await self._await_answers(session_id, interrupt_value, live))
