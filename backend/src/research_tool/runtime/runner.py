@@ -471,11 +471,12 @@ class SessionRunner:
         )
         if answers is None:
             if not live.stop.is_set():
+                unanswered = "Not answered" if live.declined else "No answer in time"
                 await self.events.append(
                     session_id,
                     "clarification_timeout",
                     "clarify",
-                    "No answer in time; research goes on with the original question.",
+                    f"{unanswered}; research goes on with the original question.",
                 )
             return {"timed_out": True}
         return {"answers": answers}
