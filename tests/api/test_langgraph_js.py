@@ -147,6 +147,9 @@ async def test_use_stream_shows_progress_asks_and_regenerates(slow_secured: Live
     # a chat reply answers it: the research goes on with the meaning chosen
     assert "the programming language" in result["replyValues"]["refined_query"]
     assert result["replyInterrupt"] is None and "Sources:" in result["replyDone"][-1]["content"]
+    # the reply stays in the chat once research goes on (issue 43): question, the questions asked, reply, answer
+    assert [m["type"] for m in result["replyDone"]] == ["human", "ai", "human", "ai"]
+    assert result["replyDone"][2]["content"] == "the programming language"
     thread = (await slow_secured.client.get(f"/threads/{result['clarifyThread']}")).json()
     assert thread["status"] == "idle" and thread["metadata"]["graph_id"] == "research"
     # Agent Chat UI lists threads by `graph_id` = its Assistant ID when that is a name, by `assistant_id` if a uuid
