@@ -20,7 +20,7 @@ from research_tool.engines.base import CallLimits
 from research_tool.engines.factory import create_engine
 from research_tool.engines.llm import LLMEngine
 from research_tool.engines.output_format import forget_servers
-from research_tool.engines.prompt_timing import PromptTiming, prompt_work, shared_prefix
+from research_tool.engines.prompt_timing import SPEEDS_FILE, PromptTiming, kept_speeds, prompt_work, shared_prefix
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
 from tests.support.sessions import local_request, run_session
@@ -231,3 +231,53 @@ async def test_no_prompt_evaluation_outlives_a_session_against_a_slow_server(cor
     assert any(e.request.step == "extract" for e in server.evaluations), "the model was never asked to extract"
     held_back = [f for f in result.report["metadata"]["fallbacks"] if "not sent: the server evaluates" in f["message"]]
     assert held_back and {f["reason"] for f in held_back} == {"session_deadline"}, "no prompt was held back"
+
+
+# --- the speed kept in the data dir (issue 43, item 9) ----------------------------------------------------------
+
+
+async def test_a_new_process_starts_from_the_speed_kept_in_the_data_dir_and_sends_no_blind_first_prompt(
+    tmp_path: Path,
+) -> None:
+    """A `run` is a new process: before, its first prompt went out with no speed known, and a llama.cpp server
+    evaluated it to its end after the call was cancelled. Now the speed an earlier process measured is kept in
+    the data dir, so the first call of the next process is already one the server can finish in time, or none."""
+    data = tmp_path / "data"
+    data.mkdir()
+    fallback = RecordingFallback()
+    with EvaluatingServer(chars_per_s=CHARS_PER_S) as server:
+        server.default("plan", PLAN)
+        server.default("extract", EXTRACT)
+        settings = llm_settings(
+            "openai", server.base_url, llm_timeout_s=60.0, llm_structured_output="prompt", data_dir=data
+        )
+        first = create_engine(settings, privacy_mode="local_only", fallback=fallback)
+        assert isinstance(first, LLMEngine)
+        try:
+            await _measure(first)  # the first process measures the server
+        finally:
+            await first.aclose()
+        assert (data / SPEEDS_FILE).exists()
+
+        forget_servers()  # a new process: nothing remembered in memory
+        second = create_engine(settings, privacy_mode="local_only", fallback=fallback)
+        assert isinstance(second, LLMEngine)
+        assert second._requests.timing.tokens_per_s is not None, "the kept speed was not read"
+        try:
+            second.bound_calls(CallLimits(deadline=time.monotonic() + 0.6))  # the smallest prompt needs 1.2 s
+            step = await second.extract(QUESTION, _source(), iteration=1)
+        finally:
+            await second.aclose()
+        _ended(server)
+
+    assert [e.request.step for e in server.evaluations] == ["plan"], "a blind first prompt reached the server"
+    assert not any(e.outlived_client_s for e in server.evaluations)
+    assert "not sent: the server evaluates about" in step.errors[0].error.message
+
+
+def test_an_unreadable_speeds_file_is_no_speed(tmp_path: Path) -> None:
+    store = tmp_path / SPEEDS_FILE
+    store.write_text("{not json", encoding="utf-8")
+    assert kept_speeds(store) == {}
+    store.write_text('{"a": {"seconds": 2.0, "work": 100.0}, "b": {"seconds": -1, "work": 5}, "c": 3}', "utf-8")
+    assert kept_speeds(store) == {"a": (2.0, 100.0)}

@@ -163,7 +163,8 @@ def _openai_requests(spec: ModelSpec, settings: Settings, base_url: str) -> Chat
     extra: dict[str, object] = {} if own_api else {"max_tokens": MAX_ANSWER_TOKENS}
     key = _server_key(spec, base_url)
     server = server_format(key, settings.llm_structured_output, OPENAI_FORMS)
-    return ChatRequests(provider="openai", server=server, extra_body=extra, timing=server_timing(key))
+    timing = server_timing(key, settings.data_dir)
+    return ChatRequests(provider="openai", server=server, extra_body=extra, timing=timing)
 
 
 def _ollama_engine(
@@ -192,7 +193,7 @@ def _ollama_engine(
         requests=ChatRequests(
             provider="ollama",
             server=server_format(_server_key(spec, base_url), settings.llm_structured_output, OLLAMA_FORMS),
-            timing=server_timing(_server_key(spec, base_url)),
+            timing=server_timing(_server_key(spec, base_url), settings.data_dir),
         ),
     )
 
