@@ -40,6 +40,8 @@ def llm_settings(kind: str, base_url: str, **overrides: object) -> Settings:
     # a data dir of its own: the engine keeps each server's prompt speed there (engines/prompt_timing.py), and a
     # test must neither write into the checkout's ./data nor start from a speed another test kept
     values.setdefault("data_dir", Path(tempfile.mkdtemp(prefix="llm-test-data-")))
+    # no speed probe at preflight unless a test asks for it: the scripted servers' request lists stay the steps'
+    values.setdefault("llm_speed_probe", False)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
 

@@ -281,3 +281,42 @@ def test_an_unreadable_speeds_file_is_no_speed(tmp_path: Path) -> None:
     assert kept_speeds(store) == {}
     store.write_text('{"a": {"seconds": 2.0, "work": 100.0}, "b": {"seconds": -1, "work": 5}, "c": 3}', "utf-8")
     assert kept_speeds(store) == {"a": (2.0, 100.0)}
+
+
+async def test_a_server_never_measured_is_probed_at_preflight_so_no_first_prompt_goes_out_blind() -> None:
+    """No speed in memory or in the data dir: the preflight sends a prompt of about 100 tokens, read to its
+    first chunk (the server stops answering when the stream closes), and from then on the first real prompt is
+    predicted like any other; a server without the probe (RESEARCH_LLM_SPEED_PROBE=false) is not measured."""
+    fallback = RecordingFallback()
+    with EvaluatingServer(chars_per_s=CHARS_PER_S) as server:
+        server.default("probe", "ok")
+        server.default("extract", EXTRACT)
+        settings = llm_settings(
+            "openai", server.base_url, llm_timeout_s=60.0, llm_structured_output="prompt", llm_speed_probe=True
+        )
+        engine = create_engine(settings, privacy_mode="local_only", fallback=fallback)
+        assert isinstance(engine, LLMEngine)
+        try:
+            await engine.check()
+            assert engine._requests.timing.tokens_per_s is not None, "the preflight did not measure the server"
+            engine.bound_calls(CallLimits(deadline=time.monotonic() + 0.6))  # the smallest prompt needs 1.2 s
+            step = await engine.extract(QUESTION, _source(), iteration=1)
+        finally:
+            await engine.aclose()
+        _ended(server)
+
+    assert [e.request.step for e in server.evaluations] == ["probe"], "a blind first prompt reached the server"
+    (probe,) = server.evaluations
+    assert probe.chars < 600 and not probe.outlived_client_s
+    assert "not sent: the server evaluates about" in step.errors[0].error.message
+
+    forget_servers()
+    with EvaluatingServer(chars_per_s=CHARS_PER_S) as quiet:
+        settings = llm_settings("openai", quiet.base_url, llm_structured_output="prompt")  # probe off
+        engine = create_engine(settings, privacy_mode="local_only", fallback=fallback)
+        assert isinstance(engine, LLMEngine)
+        try:
+            await engine.check()
+        finally:
+            await engine.aclose()
+        assert quiet.evaluations == [] and engine._requests.timing.tokens_per_s is None

@@ -76,6 +76,7 @@ async def test_a_session_started_with_a_traceparent_is_one_trace_under_the_calle
             llm="openai:test-model",
             openai_base_url=model.base_url,
             openai_api_key="sk-test",
+            llm_speed_probe=False,  # the scripted server answers the steps it knows
             wikipedia_rps=4.0,  # a spacing the planned queries wait for: rate-limit waits on the provider spans
             log_format="json",
             log_level="DEBUG",

@@ -195,6 +195,7 @@ def _ollama_engine(
             server=server_format(_server_key(spec, base_url), settings.llm_structured_output, OLLAMA_FORMS),
             timing=server_timing(_server_key(spec, base_url), settings.data_dir),
         ),
+        probe_speed=settings.llm_speed_probe and endpoint_is_local(base_url),
     )
 
 
@@ -232,6 +233,7 @@ def _openai_engine(
         closers=closers,
         limits=_limits(settings),
         requests=_openai_requests(spec, settings, base_url),
+        probe_speed=settings.llm_speed_probe and endpoint_is_local(base_url),
     )
 
 
