@@ -77,10 +77,13 @@ def main(argv: list[str]) -> int:
     split = rest.index("--no-deps") if "--no-deps" in rest else len(rest)
     requirements, no_deps = rest[:split], rest[split + 1 :]
     started = time.monotonic()
-    if os.environ.get("RESEARCH_INSTALL_WITH_PIP") != "1" and with_uv(venv, constraints, requirements, no_deps):
+    if os.environ.get("RESEARCH_INSTALL_WITH_PIP") == "1":
+        print("RESEARCH_INSTALL_WITH_PIP=1: pip installs (about a minute and a half).", file=sys.stderr)
+    elif with_uv(venv, constraints, requirements, no_deps):
         print(f"Installed with uv in {time.monotonic() - started:.0f} s.")
         return 0
-    print("uv could not install here; pip installs instead (about a minute and a half).", file=sys.stderr)
+    else:
+        print("uv could not install here; pip installs instead (about a minute and a half).", file=sys.stderr)
     with_pip(venv, constraints, requirements, no_deps)
     print(f"Installed with pip in {time.monotonic() - started:.0f} s.")
     return 0
