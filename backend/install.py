@@ -3,7 +3,7 @@
 
     python backend/install.py VENV CONSTRAINTS REQUIREMENT... [--no-deps REQUIREMENT...]
 
-pip first puts uv (pinned by CONSTRAINTS) into the virtualenv, a few seconds; uv then installs the requirements
+pip first puts uv (pinned here, `UV`) into the virtualenv, a few seconds; uv then installs the requirements
 with pip's own index settings (`index-url`, `extra-index-url`, `find-links` from pip's configuration files and
 PIP_* variables, every index weighed as pip weighs them). When uv cannot (no wheel for this platform, an index it
 cannot read, RESEARCH_INSTALL_WITH_PIP=1), pip installs them as it did before. Standard library only: it runs
@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 PIP_QUIET = ["--quiet", "--progress-bar", "off", "--disable-pip-version-check"]
+# uv is pinned here, not in constraints.txt: a change there would have every full install (make test) reinstall
+UV = "uv==0.13.9"
 
 
 def pip_settings(python: str) -> dict[str, list[str]]:
@@ -47,9 +49,7 @@ def uv_options(settings: dict[str, list[str]]) -> list[str]:
 
 def with_uv(venv: Path, constraints: str, requirements: list[str], no_deps: list[str]) -> bool:
     python = str(venv / "bin" / "python")
-    got_uv = subprocess.run(
-        [python, "-m", "pip", "install", *PIP_QUIET, "-c", constraints, "uv"], check=False
-    ).returncode
+    got_uv = subprocess.run([python, "-m", "pip", "install", *PIP_QUIET, UV], check=False).returncode
     uv = venv / "bin" / "uv"
     if got_uv != 0 or not uv.exists():
         return False
