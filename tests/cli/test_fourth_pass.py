@@ -4,14 +4,16 @@ session stopped in words, and a session's phase boundaries are debug lines, not 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from rich.console import Console
-from structlog.testing import capture_logs
 
 from research_tool import cli
 from research_tool.core.settings import Settings
 from research_tool.demo_corpus import build_demo_corpus
+from research_tool.graph.nodes import instrumentation
 from research_tool.models.stop_reasons import STOP_LABELS, STOP_SHORT_LABELS
 from tests.support.sessions import local_request, run_session
 
@@ -47,14 +49,29 @@ def test_sessions_says_why_it_stopped_in_words() -> None:
     assert set(STOP_SHORT_LABELS) == set(STOP_LABELS)
 
 
-async def test_phase_boundaries_are_debug_lines(tmp_path: Path) -> None:
+class LevelRecorder:
+    """Stands in for a module's structlog logger: records (level, event) of every call, whatever the process's
+    logging configuration (another test may have set a level that drops debug calls before any capture)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def __getattr__(self, level: str) -> Callable[..., None]:
+        def record(event: str, *args: object, **fields: object) -> None:
+            self.calls.append((level, event))
+
+        return record
+
+
+async def test_phase_boundaries_are_debug_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = tmp_path / "corpus"
     build_demo_corpus(corpus, modules=("shlex",))
     settings = Settings(_env_file=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
     request = local_request(corpus, "How do I split a shell command line?", tier="simple", clarify=False)
-    with capture_logs() as logs:
-        result = await run_session(settings, request)
+    recorder = LevelRecorder()
+    monkeypatch.setattr(instrumentation, "log", recorder)
+    result = await run_session(settings, request)
     assert result.record.status == "completed", result.record.error
-    phases = [entry for entry in logs if entry["event"] in {"phase_started", "phase_completed"}]
+    phases = [(level, event) for level, event in recorder.calls if event in {"phase_started", "phase_completed"}]
     assert phases, "the session logged no phase boundaries at all"
-    assert {entry["log_level"] for entry in phases} == {"debug"}
+    assert {level for level, _ in phases} == {"debug"}
