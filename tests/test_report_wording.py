@@ -12,6 +12,7 @@ from research_tool import cli
 from research_tool.engines.base import NumberedSource, SynthesisInput
 from research_tool.engines.offline import OfflineEngine
 from research_tool.graph.search_failures import unreachable_providers
+from research_tool.models.request import default_privacy
 from research_tool.models.stop_reasons import STOP_LABELS, stop_label, stopped_early_note
 from research_tool.reporting.export import render_report, render_summary_markdown
 from tests.engine.corpus_texts import source
@@ -96,10 +97,10 @@ def test_unreachable_means_every_search_failed_for_want_of_a_connection() -> Non
 
 
 def test_a_local_only_offline_run_defaults_to_privacy_local_only() -> None:
-    assert cli.default_privacy(["local"], "offline") == "local_only"
-    assert cli.default_privacy(["local"], "anthropic:claude") == "cloud_allowed"
-    assert cli.default_privacy(["local", "wikipedia"], "offline") == "cloud_allowed"
-    assert cli.default_privacy(None, "offline") == "cloud_allowed"
+    assert default_privacy(["local"], "offline") == "local_only"
+    assert default_privacy(["local"], "anthropic:claude") == "cloud_allowed"
+    assert default_privacy(["local", "wikipedia"], "offline") == "cloud_allowed"
+    assert default_privacy(None, "offline") == "cloud_allowed"
     args = cli.build_parser().parse_args(["run", "q", "--providers", "local"])
     assert cli.request_from_args(args, "offline").privacy_mode == "local_only"
     args = cli.build_parser().parse_args(["run", "q", "--providers", "local", "--privacy", "hybrid"])

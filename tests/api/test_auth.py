@@ -56,6 +56,11 @@ async def test_every_route_but_healthz_needs_the_token(secured: LiveApi) -> None
             assert response.status_code == 401, (method, path, label, response.text)
             assert response.json()["error"]["type"] == "unauthorized"
             assert response.headers["www-authenticate"] == "Bearer"
+    # issue 43: the message names both headers (Agent Chat UI sends X-Api-Key), on the API and at /mcp alike
+    for method, path in (("GET", "/api/research"), ("POST", "/mcp")):
+        missing = await secured.client.request(method, path, json={})
+        message = missing.json()["error"]["message"]
+        assert "Authorization: Bearer" in message and "X-Api-Key" in message, message
     healthz = await secured.client.get("/healthz")
     assert healthz.status_code == 200 and healthz.json() == {"status": "ok"}
 

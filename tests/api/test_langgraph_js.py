@@ -147,6 +147,9 @@ async def test_use_stream_shows_progress_asks_and_regenerates(slow_secured: Live
     # a chat reply answers it: the research goes on with the meaning chosen
     assert "the programming language" in result["replyValues"]["refined_query"]
     assert result["replyInterrupt"] is None and "Sources:" in result["replyDone"][-1]["content"]
+    # the reply stays in the chat once research goes on (issue 43): question, the questions asked, reply, answer
+    assert [m["type"] for m in result["replyDone"]] == ["human", "ai", "human", "ai"]
+    assert result["replyDone"][2]["content"] == "the programming language"
     thread = (await slow_secured.client.get(f"/threads/{result['clarifyThread']}")).json()
     assert thread["status"] == "idle" and thread["metadata"]["graph_id"] == "research"
     # Agent Chat UI lists threads by `graph_id` = its Assistant ID when that is a name, by `assistant_id` if a uuid
@@ -157,3 +160,32 @@ async def test_use_stream_shows_progress_asks_and_regenerates(slow_secured: Live
     ):
         listed = (await slow_secured.client.post("/threads/search", json={"metadata": search})).json()
         assert [t["thread_id"] for t in listed] == found, search
+
+
+@pytest.mark.slow
+async def test_use_streams_stop_stops_the_run_and_the_next_question_is_answered(slow_secured: LiveApi) -> None:
+    """Agent Chat UI's stop (issue 43): useStream's stop() drops a run it created with on_disconnect "cancel";
+    the research stops on the server (the run ends `interrupted`), and the question asked right after is taken
+    (no 409) and answered."""
+    node = node_or_skip()
+    process = await asyncio.create_subprocess_exec(
+        node,
+        str(JS_DIR / "use_stream_stop.mjs"),
+        slow_secured.base_url,
+        TOKEN,
+        cwd=JS_DIR,
+        env={
+            "PATH": str(Path(node).parent),
+            "RESEARCH_OPTIONS": json.dumps({**{k: v for k, v in OK_BODY.items() if k != "query"}, "tier": "deep"}),
+            "NO_COLOR": "1",
+        },
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=NODE_TIMEOUT_S)
+    assert process.returncode == 0, stderr.decode()[-3000:]
+    result = json.loads(stdout)
+    assert result["errors"] == [], result["errors"]  # no "thread ... is busy with a run" for the next question
+    statuses = [r["status"] for r in sorted(result["runs"], key=lambda r: r["created_at"])]
+    assert statuses == ["interrupted", "success"], statuses
+    assert result["next"]["messages"][0]["content"] == "How do I read a JSON file?"

@@ -13,7 +13,7 @@ from tests.support.polling import eventually
 
 from .conftest import QUESTION, LiveApi, SlowWiki, offline_settings, serve
 
-STOP_DEADLINE_S = 5.0
+STOP_DEADLINE_S = 10.0  # "within seconds" with a busy machine's slack; a deep session runs for minutes
 
 
 async def collect_cycles_started(api: LiveApi, session_id: str) -> int:

@@ -22,6 +22,7 @@ import pytest
 from research_tool.bench.wiki_replay import Page, running_wiki
 from tests.api.conftest import sse_events
 from tests.support.cluster import ClusterHarness, Node, api_client, running_cluster
+from tests.support.timing import LOAD_SLACK_S
 
 pytest.importorskip("psycopg", reason="the cluster tests need the 'postgres' extra (psycopg)")
 import psycopg
@@ -34,7 +35,7 @@ QUESTIONS = (
 )
 BODY = {"providers": ["wikipedia"], "fetch": False, "tier": "simple", "clarify": False}
 DONE_WITHIN_S = 90.0
-STOP_WITHIN_S = 5.0
+STOP_WITHIN_S = 5.0 + LOAD_SLACK_S  # "within seconds" on a busy machine; stop_reason tells a stop from an end
 
 
 async def _rows(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

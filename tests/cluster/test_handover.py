@@ -22,6 +22,7 @@ from research_tool.models.request import ResearchRequest
 from research_tool.runtime.composition import open_research_services
 from tests.api.conftest import QUESTION, offline_settings
 from tests.support.polling import eventually
+from tests.support.timing import LOAD_SLACK_S
 
 pytest.importorskip("psycopg", reason="the cluster tests need the 'postgres' extra (psycopg)")
 
@@ -78,7 +79,8 @@ async def test_a_stopping_worker_hands_its_session_to_another_at_once(
             events = await api.events.replay(record.id)
             assert [e.seq for e in events] == list(range(1, len(events) + 1))
             assert [e.data["resumed"] for e in events if e.type == "session_started"] == [False, True]
-    assert handover_s < 5, f"the second worker took {handover_s:.1f} s to claim a released session"
+    # the second worker's start-up is inside this figure: a busy machine's slack on top of "within seconds"
+    assert handover_s < 5 + LOAD_SLACK_S, f"the second worker took {handover_s:.1f} s to claim a released session"
 
 
 @pytest.mark.slow
@@ -86,7 +88,8 @@ async def test_an_answer_sent_to_an_api_node_reaches_the_worker_waiting_for_it(
     tmp_path: Path, database_url: str, wiki_pages: list[Page]
 ) -> None:
     with running_wiki(delay_s=0.0, pages=wiki_pages) as (wiki_url, _replay):
-        settings = offline_settings(tmp_path / "data", wiki_url, database_url=database_url)
+        # leases renewed every 20 s: without the notification the answer would wait for a renewal that long
+        settings = offline_settings(tmp_path / "data", wiki_url, database_url=database_url, lease_ttl_s=60.0)
         async with (
             open_research_services(settings) as api,
             open_research_services(settings, worker=True) as worker,
@@ -107,9 +110,9 @@ async def test_an_answer_sent_to_an_api_node_reaches_the_worker_waiting_for_it(
                     (await api.store.get(record.id)).status != "awaiting_clarification"
                 )
 
-            await eventually(resumed, within_s=5)
+            await eventually(resumed, within_s=20)
             reached_s = time.monotonic() - answered_at
             await asyncio.wait_for(api.runner.until_finished(record.id), timeout=90)
             assert (await api.store.get(record.id)).status == "completed"
             assert worker.runner.max_running_seen == 1
-    assert reached_s < 1.5, f"the answer reached the worker after {reached_s:.2f} s"
+    assert reached_s < LOAD_SLACK_S, f"the answer reached the worker after {reached_s:.2f} s"

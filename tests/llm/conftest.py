@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import structlog
@@ -35,6 +37,11 @@ def llm_settings(kind: str, base_url: str, **overrides: object) -> Settings:
     else:
         values |= {"ollama_base_url": base_url}
     values |= overrides
+    # a data dir of its own: the engine keeps each server's prompt speed there (engines/prompt_timing.py), and a
+    # test must neither write into the checkout's ./data nor start from a speed another test kept
+    values.setdefault("data_dir", Path(tempfile.mkdtemp(prefix="llm-test-data-")))
+    # no speed probe at preflight unless a test asks for it: the scripted servers' request lists stay the steps'
+    values.setdefault("llm_speed_probe", False)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
 

@@ -4,14 +4,18 @@ md and html exports), with search done; `metadata.duration_s` is the session's w
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
 import pytest
 
 from research_tool.demo_corpus import build_demo_corpus
+from research_tool.graph.nodes import export as export_node_module
 from research_tool.models.request import ResearchRequest
+from research_tool.reporting.export import export_report
 from tests.support.sessions import local_request, run_session
+from tests.support.timing import LOAD_SLACK_S
 
 from .conftest import llm_settings
 from .scripted_answers import script_session
@@ -83,7 +87,7 @@ async def test_a_hanging_model_ends_at_the_time_limit_with_search_done_and_degra
         elapsed = time.monotonic() - started
 
     assert result.record.status == "completed", result.record.error
-    assert elapsed < limit_s + 4.0, f"the session took {elapsed:.1f} s against a {limit_s} s limit"
+    assert elapsed < limit_s + 4.0 + LOAD_SLACK_S, f"the session took {elapsed:.1f} s against a {limit_s} s limit"
     assert result.report is not None
     meta = result.report["metadata"]
     assert meta["provider_calls"] >= 1 and meta["sources_retrieved"] >= 1, "search did not run"
@@ -97,13 +101,30 @@ async def test_a_hanging_model_ends_at_the_time_limit_with_search_done_and_degra
     assert not late, f"model calls started after the session's deadline: {late}"
 
 
-async def test_duration_is_the_whole_wall_time_of_the_session(corpus: Path, tmp_path: Path) -> None:
+async def test_duration_is_the_whole_wall_time_of_the_session(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`duration_s` is read in export, before the files are written: it covers every node before export. Writing
+    the files is made slow here (as a loaded machine makes it): that time is after the reading and not in it, so
+    the check compares the duration with the nodes that ran before it was read (issue 43: `assert 1.311 >= 1.423`
+    at load 9 compared it with a sum that included export's own writing)."""
+
+    async def slow_export(*args: object, **kwargs: object) -> Path:
+        await asyncio.sleep(0.5)  # stands for a loaded disk or CPU; not a synchronisation
+        return await export_report(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(export_node_module, "export_report", slow_export)
     with OpenAIServer() as server:
         script_session(server)
         settings = llm_settings("openai", server.base_url, data_dir=tmp_path / "data")
+        started = time.monotonic()
         result = await run_session(settings, request_for(corpus))
+        wall_s = time.monotonic() - started
 
     assert result.report is not None
-    spent_in_nodes = sum(result.state["elapsed"].values())  # synthesize and export included
-    assert result.report["metadata"]["duration_s"] >= round(spent_in_nodes, 3)
-    assert result.state["final_report"]["metadata"]["duration_s"] == result.report["metadata"]["duration_s"]
+    elapsed = result.state["elapsed"]
+    before_export = sum(seconds for key, seconds in elapsed.items() if not key.startswith("export:"))
+    duration = result.report["metadata"]["duration_s"]
+    assert duration >= round(before_export, 3), (duration, elapsed)  # synthesize included
+    assert duration <= wall_s, "the duration is a span inside the session, not more than its wall time"
+    assert result.state["final_report"]["metadata"]["duration_s"] == duration

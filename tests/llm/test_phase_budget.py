@@ -14,6 +14,7 @@ from research_tool.demo_corpus import build_demo_corpus
 from research_tool.graph.fallback_record import fallback_metadata
 from research_tool.graph.nodes.instrumentation import pre_search_allowance_s
 from tests.support.sessions import local_request, run_session
+from tests.support.timing import LOAD_SLACK_S
 
 from .conftest import llm_settings
 from .servers import HANG, OpenAIServer, Reply
@@ -57,7 +58,7 @@ def test_searches_cut_off_by_the_time_limit_are_not_blamed_on_the_providers() ->
 async def test_a_slow_clarify_is_cut_at_its_share_and_the_search_runs(corpus: Path, tmp_path: Path) -> None:
     limit_s = 6.0  # clarify and plan may use 2 s together
     with OpenAIServer() as server:
-        server.script("clarify", Reply(SLOW_CLARIFY, trickle_s=0.05, trickle_bytes=4))  # about 10 s in all
+        server.script("clarify", Reply(SLOW_CLARIFY, trickle_s=0.1, trickle_bytes=4))  # about 20 s in all
         server.default("*", HANG)
         settings = llm_settings(
             "openai", server.base_url, data_dir=tmp_path / "data", llm_timeout_s=60.0, max_execution_time_s=limit_s
@@ -72,7 +73,10 @@ async def test_a_slow_clarify_is_cut_at_its_share_and_the_search_runs(corpus: Pa
     assert result.record.status == "completed", result.record.error
     assert result.report is not None
     meta = result.report["metadata"]
-    assert meta["budget"]["time_s"]["used"] < limit_s + 4.0, f"the session's steps ran {elapsed:.1f} s in all"
+    # an uncut clarify alone would use 20 s; a busy machine adds its slack to the steps after the cut
+    assert meta["budget"]["time_s"]["used"] < limit_s + 4.0 + LOAD_SLACK_S, (
+        f"the session's steps ran {elapsed:.1f} s in all"
+    )
     assert meta["sources_retrieved"] >= 1, "search did not run"
     first = meta["fallbacks"][0]
     assert (first["step"], first["reason"]) == ("clarify", "session_deadline")

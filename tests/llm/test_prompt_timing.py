@@ -20,10 +20,11 @@ from research_tool.engines.base import CallLimits
 from research_tool.engines.factory import create_engine
 from research_tool.engines.llm import LLMEngine
 from research_tool.engines.output_format import forget_servers
-from research_tool.engines.prompt_timing import PromptTiming, prompt_work, shared_prefix
+from research_tool.engines.prompt_timing import SPEEDS_FILE, PromptTiming, kept_speeds, prompt_work, shared_prefix
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
 from tests.support.sessions import local_request, run_session
+from tests.support.timing import LOAD_SLACK_S
 
 from .conftest import llm_settings
 from .evaluating_server import EvaluatingServer
@@ -221,7 +222,8 @@ async def test_no_prompt_evaluation_outlives_a_session_against_a_slow_server(cor
     assert result.record.status == "completed", result.record.error
     assert result.report is not None
     duration = result.report["metadata"]["duration_s"]
-    assert duration < limit_s, f"the session took {duration:.1f} s against a {limit_s:.0f} s limit"
+    # the limit keeps a reserve for writing the report; a busy machine may stretch that writing (issue 43)
+    assert duration < limit_s + LOAD_SLACK_S, f"the session took {duration:.1f} s against a {limit_s:.0f} s limit"
     outlived = {e.request.step: round(e.outlived_client_s, 1) for e in server.evaluations if e.outlived_client_s}
     assert all(s < 1.0 for s in outlived.values()), f"evaluations went on after their call ended: {outlived}"
     late = [e.request.step for e in server.evaluations if e.ended is not None and e.ended > ended + 1.0]
@@ -229,3 +231,92 @@ async def test_no_prompt_evaluation_outlives_a_session_against_a_slow_server(cor
     assert any(e.request.step == "extract" for e in server.evaluations), "the model was never asked to extract"
     held_back = [f for f in result.report["metadata"]["fallbacks"] if "not sent: the server evaluates" in f["message"]]
     assert held_back and {f["reason"] for f in held_back} == {"session_deadline"}, "no prompt was held back"
+
+
+# --- the speed kept in the data dir (issue 43, item 9) ----------------------------------------------------------
+
+
+async def test_a_new_process_starts_from_the_speed_kept_in_the_data_dir_and_sends_no_blind_first_prompt(
+    tmp_path: Path,
+) -> None:
+    """A `run` is a new process: before, its first prompt went out with no speed known, and a llama.cpp server
+    evaluated it to its end after the call was cancelled. Now the speed an earlier process measured is kept in
+    the data dir, so the first call of the next process is already one the server can finish in time, or none."""
+    data = tmp_path / "data"
+    data.mkdir()
+    fallback = RecordingFallback()
+    with EvaluatingServer(chars_per_s=CHARS_PER_S) as server:
+        server.default("plan", PLAN)
+        server.default("extract", EXTRACT)
+        settings = llm_settings(
+            "openai", server.base_url, llm_timeout_s=60.0, llm_structured_output="prompt", data_dir=data
+        )
+        first = create_engine(settings, privacy_mode="local_only", fallback=fallback)
+        assert isinstance(first, LLMEngine)
+        try:
+            await _measure(first)  # the first process measures the server
+        finally:
+            await first.aclose()
+        assert (data / SPEEDS_FILE).exists()
+
+        forget_servers()  # a new process: nothing remembered in memory
+        second = create_engine(settings, privacy_mode="local_only", fallback=fallback)
+        assert isinstance(second, LLMEngine)
+        assert second._requests.timing.tokens_per_s is not None, "the kept speed was not read"
+        try:
+            second.bound_calls(CallLimits(deadline=time.monotonic() + 0.6))  # the smallest prompt needs 1.2 s
+            step = await second.extract(QUESTION, _source(), iteration=1)
+        finally:
+            await second.aclose()
+        _ended(server)
+
+    assert [e.request.step for e in server.evaluations] == ["plan"], "a blind first prompt reached the server"
+    assert not any(e.outlived_client_s for e in server.evaluations)
+    assert "not sent: the server evaluates about" in step.errors[0].error.message
+
+
+def test_an_unreadable_speeds_file_is_no_speed(tmp_path: Path) -> None:
+    store = tmp_path / SPEEDS_FILE
+    store.write_text("{not json", encoding="utf-8")
+    assert kept_speeds(store) == {}
+    store.write_text('{"a": {"seconds": 2.0, "work": 100.0}, "b": {"seconds": -1, "work": 5}, "c": 3}', "utf-8")
+    assert kept_speeds(store) == {"a": (2.0, 100.0)}
+
+
+async def test_a_server_never_measured_is_probed_at_preflight_so_no_first_prompt_goes_out_blind() -> None:
+    """No speed in memory or in the data dir: the preflight sends a prompt of about 100 tokens, read to its
+    first chunk (the server stops answering when the stream closes), and from then on the first real prompt is
+    predicted like any other; a server without the probe (RESEARCH_LLM_SPEED_PROBE=false) is not measured."""
+    fallback = RecordingFallback()
+    with EvaluatingServer(chars_per_s=CHARS_PER_S) as server:
+        server.default("probe", "ok")
+        server.default("extract", EXTRACT)
+        settings = llm_settings(
+            "openai", server.base_url, llm_timeout_s=60.0, llm_structured_output="prompt", llm_speed_probe=True
+        )
+        engine = create_engine(settings, privacy_mode="local_only", fallback=fallback)
+        assert isinstance(engine, LLMEngine)
+        try:
+            await engine.check()
+            assert engine._requests.timing.tokens_per_s is not None, "the preflight did not measure the server"
+            engine.bound_calls(CallLimits(deadline=time.monotonic() + 0.6))  # the smallest prompt needs 1.2 s
+            step = await engine.extract(QUESTION, _source(), iteration=1)
+        finally:
+            await engine.aclose()
+        _ended(server)
+
+    assert [e.request.step for e in server.evaluations] == ["probe"], "a blind first prompt reached the server"
+    (probe,) = server.evaluations
+    assert probe.chars < 600 and not probe.outlived_client_s
+    assert "not sent: the server evaluates about" in step.errors[0].error.message
+
+    forget_servers()
+    with EvaluatingServer(chars_per_s=CHARS_PER_S) as quiet:
+        settings = llm_settings("openai", quiet.base_url, llm_structured_output="prompt")  # probe off
+        engine = create_engine(settings, privacy_mode="local_only", fallback=fallback)
+        assert isinstance(engine, LLMEngine)
+        try:
+            await engine.check()
+        finally:
+            await engine.aclose()
+        assert quiet.evaluations == [] and engine._requests.timing.tokens_per_s is None

@@ -28,6 +28,7 @@ import pytest
 
 from research_tool.providers.local_corpus.index import SNIPPET_TOKENS, CorpusIndex
 from research_tool.providers.local_corpus.index_pool import FOLDER_SHARE, POOL_THREADS, Cancel, run_in_index_pool
+from tests.support.timing import LOAD_SLACK_S, cpu_seconds
 
 WORDS = "river delta sediment flooding estuary mangrove salinity tidal channel erosion deposition wetland".split()
 DENSE_QUERY = " ".join(WORDS)
@@ -65,10 +66,10 @@ def test_index_skips_a_fifo_and_a_file_over_the_size_limit(tmp_path: Path) -> No
     folder = small_folder(tmp_path / "corpus")
     os.mkfifo(folder / "pipe.txt")  # nobody ever writes to it: opening it for reading blocks forever
     (folder / "huge.txt").write_text("huge " * 10_000, encoding="utf-8")  # 50 KB, over the 20 KB limit below
-    started = time.monotonic()
-    done = cli(tmp_path / "data", "index", str(folder), timeout=30, RESEARCH_CORPUS_MAX_FILE_MB="0.02")
+    # a blocked open of the FIFO never returns: the subprocess timeout is the check (a busy machine's start-up
+    # may take many seconds, so no wall-clock figure is compared; issue 43)
+    done = cli(tmp_path / "data", "index", str(folder), timeout=120, RESEARCH_CORPUS_MAX_FILE_MB="0.02")
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 25
     assert ": 1 document (1 new, 0 changed, 0 removed; 2 files skipped)" in done.stderr, done.stderr
     assert "local_file_skipped" in done.stderr
 
@@ -81,10 +82,10 @@ async def test_a_search_over_a_document_dense_with_the_query_terms_answers_at_on
     index = CorpusIndex(tmp_path / "index.db", max_file_bytes=10**7)
     folder = dense_folder(tmp_path / "dense", 40_000)
     await index.index_folder(folder)
-    started = time.monotonic()
-    async with asyncio.timeout(15):
+    started = cpu_seconds()  # the slow snippet() was CPU: measured as CPU, which load does not stretch
+    async with asyncio.timeout(60):
         (hit,) = await index.search(DENSE_QUERY, roots=[folder])
-    assert time.monotonic() - started < 5
+    assert cpu_seconds() - started < 5
     assert len(hit.snippet.split()) <= SNIPPET_TOKENS + 2 and set(hit.snippet.split()) - {"…"} <= set(WORDS)
 
 
@@ -116,7 +117,7 @@ async def test_one_folders_calls_leave_threads_for_another_folder() -> None:
     slow = [asyncio.create_task(run_in_index_pool("/folder/a", slow_sql(done))) for done in finished]
     try:
         await asyncio.sleep(0.1)  # let folder a's calls take whatever threads they can
-        async with asyncio.timeout(3.0):
+        async with asyncio.timeout(3.0 + LOAD_SLACK_S):  # folder a's calls never end by themselves
             assert await run_in_index_pool("/folder/b", lambda cancel: 42) == 42
         assert not any(t.done() for t in slow), "folder a's calls were still running"
     finally:
@@ -144,8 +145,9 @@ def test_a_run_stops_its_search_at_the_deadline(tmp_path: Path) -> None:
         "simple",
         "--max-time",
         "3",
-        timeout=30,
+        timeout=120,
     )
     elapsed = time.monotonic() - started
     assert done.returncode in (0, 1), done.stderr
-    assert elapsed < 20, f"the run took {elapsed:.1f} s after a 3 s deadline"
+    # an uninterrupted search takes a minute on a quiet machine; a busy one adds start-up time, not a minute
+    assert elapsed < 20 + 2 * LOAD_SLACK_S, f"the run took {elapsed:.1f} s after a 3 s deadline"

@@ -76,9 +76,10 @@ async def test_a_session_started_with_a_traceparent_is_one_trace_under_the_calle
             llm="openai:test-model",
             openai_base_url=model.base_url,
             openai_api_key="sk-test",
+            llm_speed_probe=False,  # the scripted server answers the steps it knows
             wikipedia_rps=4.0,  # a spacing the planned queries wait for: rate-limit waits on the provider spans
             log_format="json",
-            log_level="INFO",
+            log_level="DEBUG",
         )
         async with serve(settings) as api:
             started = await api.client.post(
@@ -137,7 +138,7 @@ async def test_a_session_started_with_a_traceparent_is_one_trace_under_the_calle
     # no question text anywhere without RESEARCH_TRACE_CONTENT=1
     assert not [text for text in strings_in(trace) if QUESTION in text or "subprocess" in text.casefold()]
 
-    # every log line written inside the session names its trace and span
+    # every log line written inside the session names its trace and span (phase boundaries: debug lines)
     lines = [line for line in json_lines(capsys.readouterr().err) if line.get("event") == "phase_started"]
     assert lines and all(line.get("trace_id") == CALLER_TRACE for line in lines)
     assert {line["span_id"] for line in lines} <= {s.span_id for s in nodes}

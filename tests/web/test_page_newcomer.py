@@ -97,6 +97,27 @@ async def widest(page: Any) -> dict[str, Any]:
     return result
 
 
+# `make run`'s short answer (issue 43: one token of 46 characters made the page 387 px wide at 375)
+MAKE_RUN_SHORT_ANSWER = "subprocess.run(capture_output=..., timeout=...)"
+
+# Every word of every saturation-table header and cell that wraps across lines ("Cycl e", "Coverag e").
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll('.saturation th, .saturation td')) {
+    const text = cell.firstChild;
+    if (!text || text.nodeType !== Node.TEXT_NODE) continue;
+    for (const match of text.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(text, match.index);
+      range.setEnd(text, match.index + match[0].length);
+      const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (tops.size > 1) broken.push(match[0]);
+    }
+  }
+  return broken;
+}"""
+
+
 async def test_on_a_phone_the_report_renders_its_markdown_and_nothing_overflows(
     server: ServerProcess, browser: Any, outside: Outside, artifacts_dir: Path
 ) -> None:
@@ -115,6 +136,8 @@ async def test_on_a_phone_the_report_renders_its_markdown_and_nothing_overflows(
         await ask(page, "How do I run a subprocess with a timeout and capture its output?", providers=["local"])
         await wait_for_report(page)
         assert await widest(page) == {"scroll": width, "width": width, "past": []}, "the session's report"
+        # the privacy default sends none: the server's rule says what the CLI says (issue 43, item 3)
+        assert "privacy local only" in (await page.text_content("#report .meta") or "")
         badge = await page.locator("#session-status").bounding_box()
         assert badge is not None and badge["x"] + badge["width"] <= width
         await assert_markdown_rendered_as_elements_around_text(page)  # and a long API signature, long titles
@@ -126,7 +149,10 @@ async def test_on_a_phone_the_report_renders_its_markdown_and_nothing_overflows(
                 "() => { const w = document.querySelector('.table-wrap'); return [w.scrollWidth, w.clientWidth]; }"
             )
             assert table[0] <= table[1], f"the saturation table at {size} px: {table}"
+            assert await page.evaluate(BROKEN_WORDS) == [], f"words broken in the saturation table at {size} px"
         await page.set_viewport_size({"width": width, "height": 780})
+        await page.evaluate(RENDER, {**CRAFTED_REPORT, "short_answer": MAKE_RUN_SHORT_ANSWER})
+        assert await widest(page) == {"scroll": width, "width": width, "past": []}, "make run's short answer"
         shot = artifacts_dir / f"page-{width}px.png"
         await page.screenshot(path=str(shot), full_page=True)
         print(f"screenshot: {shot}")

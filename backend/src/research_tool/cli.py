@@ -29,6 +29,7 @@ from rich.text import Text
 from research_tool.core.process_clock import process_started
 from research_tool.models.domain import DOMAIN_NAMES
 from research_tool.models.request import SEARCH_PROVIDERS
+from research_tool.models.stop_reasons import stop_short_label
 from research_tool.models.tiers import TIER_NAMES
 
 if TYPE_CHECKING:
@@ -342,17 +343,6 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-LOCAL_PROVIDERS = frozenset({"local"})  # the providers whose privacy is `local`: nothing leaves the machine
-
-
-def default_privacy(providers: Sequence[str] | None, llm: str) -> str:
-    """`local_only` for a run that searches only local folders with the offline engine (so its header says
-    what it did), else `cloud_allowed`."""
-    if providers and set(providers) <= LOCAL_PROVIDERS and llm.strip().lower() == "offline":
-        return "local_only"
-    return "cloud_allowed"
-
-
 def request_from_args(args: argparse.Namespace, llm: str = "offline") -> ResearchRequest:
     from pydantic import ValidationError
 
@@ -363,11 +353,11 @@ def request_from_args(args: argparse.Namespace, llm: str = "offline") -> Researc
     corpus = [str(Path(c).expanduser().resolve()) for c in args.corpus]
     formats = list(dict.fromkeys([args.format, "json", "md"]))
     try:
-        return ResearchRequest(
+        request = ResearchRequest(
             query=args.question,
             tier=args.tier,
             domain=args.domain,
-            privacy_mode=args.privacy or default_privacy(providers, llm),
+            privacy_mode=args.privacy,
             providers=providers,
             clarify=not args.no_clarify,
             max_execution_time_s=args.max_time,
@@ -377,6 +367,7 @@ def request_from_args(args: argparse.Namespace, llm: str = "offline") -> Researc
         )
     except ValidationError as exc:
         raise CliError(validation_message(exc)) from None
+    return request.with_default_privacy(llm)  # the rule every entry point shares (models/request.py)
 
 
 # --- progress -----------------------------------------------------------------------------------
@@ -631,7 +622,7 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.composition import open_research_services
 
     async with open_research_services(settings) as services:
-        services.validate(request)
+        request = services.validate(request)
         if args.session_id and await services.store.exists(args.session_id):
             raise CliError(f"session id already exists: {args.session_id} (use `resume`)")
         session_id = args.session_id or uuid.uuid4().hex
@@ -748,7 +739,7 @@ def sessions_table(rows: Sequence[dict[str, Any]], short: dict[str, str], width:
         (
             short[row["session_id"]],
             row["status"],
-            row["stop_reason"] or "",
+            stop_short_label(row["stop_reason"]),  # in words, as reports say it (the pipe and --json keep codes)
             created_label(row["created_at"], this_year),
         )
         for row in rows
@@ -920,14 +911,31 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_FAILED if failed and not args.queries else EXIT_OK
 
 
-def print_results_table(results: list[dict[str, Any]]) -> None:
-    from rich.table import Table
+TABLE_FRAME_CHARS = 13  # a 4-column rich table's borders and padding
 
-    table = Table("#", "title", "url", "date")
-    for i, r in enumerate(results, start=1):
-        title, url = shorten(terminal_text(r["title"] or ""), 70), terminal_text(r["url"])
-        table.add_row(str(i), Text(title), Text(url), Text(r.get("published_date") or ""))
-    Console(highlight=False).print(table)
+
+def print_results_table(results: list[dict[str, Any]], console: Console | None = None) -> None:
+    """One row per result. A URL longer than its column loses its middle, never its end (a local document's
+    file name is what tells the rows apart); the title wraps at words, and a cut title ends with "…"."""
+    from rich.table import Column, Table
+
+    console = console or Console(highlight=False)
+    dates = [terminal_text(r.get("published_date") or "") for r in results]
+    fixed = TABLE_FRAME_CHARS + len(str(len(results))) + max([4, *map(len, dates)])
+    url_width = max(24, (console.width - fixed) // 2)
+    table = Table("#", "title", Column("url", no_wrap=True, overflow="ignore"), "date")
+    for i, (r, date) in enumerate(zip(results, dates, strict=True), start=1):
+        title, url = shorten(terminal_text(r["title"] or ""), 70), elide_middle(terminal_text(r["url"]), url_width)
+        table.add_row(str(i), Text(title, overflow="fold"), Text(url), Text(date))
+    console.print(table)
+
+
+def elide_middle(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: its start and its end around "…" when it is longer."""
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) * 2 // 3
+    return text[: limit - 1 - tail] + "…" + text[-tail:]
 
 
 def shorten(text: str, limit: int) -> str:

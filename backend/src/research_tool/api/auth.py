@@ -58,6 +58,12 @@ def bearer_from_subprotocols(subprotocols: list[str]) -> str | None:
     return None
 
 
+# One message for every 401 that lacks a token, naming both headers (Agent Chat UI and the SDKs send X-Api-Key)
+MISSING_TOKEN_MESSAGE = (
+    "this server needs `Authorization: Bearer <RESEARCH_API_TOKEN>` or `X-Api-Key: <RESEARCH_API_TOKEN>`"
+)
+
+
 def is_authorized(connection: HTTPConnection) -> bool:
     """True when no token is configured or the connection carries the right one (HTTP or WebSocket)."""
     expected = expected_token(connection)
@@ -78,6 +84,6 @@ async def require_token(
         return
     given = credentials.credentials if credentials is not None else request.headers.get(API_KEY_HEADER)
     if given is None:
-        raise ApiError(401, "this server needs `Authorization: Bearer <RESEARCH_API_TOKEN>`")
+        raise ApiError(401, MISSING_TOKEN_MESSAGE)
     if not token_matches(expected, given):
         raise ApiError(401, "the bearer token is not valid")

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from research_tool import __version__
-from research_tool.api.auth import is_authorized
+from research_tool.api.auth import MISSING_TOKEN_MESSAGE, is_authorized
 from research_tool.api.errors import error_response, status_for
 from research_tool.api.event_stream import session_events, stream_cut_short
 from research_tool.api.routes.research import check_corpus_dirs
@@ -167,7 +167,7 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
         svc = services()
         request = build_request(**request_fields)
         check_corpus_dirs(request, svc.settings)
-        svc.validate(request)
+        request = svc.validate(request)
         # ServerBusyError when the server is full: nothing created
         record = await svc.runner.create(request, traceparent=caller_traceparent(ctx))
         svc.runner.submit(record.id)
@@ -302,7 +302,7 @@ class TokenGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not is_authorized(HTTPConnection(scope)):
-            response = error_response(401, "unauthorized", "this server needs `Authorization: Bearer <token>`")
+            response = error_response(401, "unauthorized", MISSING_TOKEN_MESSAGE)
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     # named here so that any other value stops the CLI and the server at start (exit 2) instead of being ignored.
     answer_reader_variant: Literal["fp32", "int8"] = "fp32"
     llm_timeout_s: float = Field(default=300.0, gt=0)  # one model call (connect: 5 s)
+    # a local model server whose prompt speed is not known yet is measured at preflight with a short prompt
+    llm_speed_probe: bool = True
     llm_context_tokens: int = Field(default=16_384, ge=2048)  # Ollama num_ctx (its default truncates prompts)
     # How JSON answers are asked for (docs/models.md): auto detects the strongest form per server and remembers it.
     llm_structured_output: Literal["auto", "json_schema", "json_object", "ollama", "prompt"] = "auto"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import os
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -36,6 +37,17 @@ TRACEPARENT = "traceparent"
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 DEFAULT_SERVICE_NAME = "research-tool"
+# One export's limit, retries included (the SDK's default is 10 s): what an unreachable or silent collector may
+# add when a process exits (issue 43: 7-10 s at the end of a `run`). The standard variables raise it.
+TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+DEFAULT_EXPORT_TIMEOUT_S = 1.0
+# The SDK's loggers that report a failed export (a warning per retry, an error per batch, a dropped batch)
+EXPORT_LOGGERS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.sdk._shared_internal",
+    "opentelemetry.sdk.trace.export",
+)
 INSTRUMENTATION_NAME = "research_tool"
 
 
@@ -70,6 +82,51 @@ def tracing_requested(environ: Mapping[str, str] | None = None) -> bool:
     return any(env.get(name, "").strip() for name in ENDPOINT_VARIABLES)
 
 
+def export_timeout_s(environ: Mapping[str, str] | None = None) -> float | None:
+    """The exporter's timeout: None when a standard variable sets it (the SDK reads it), else 1 s."""
+    env = os.environ if environ is None else environ
+    return None if any(env.get(name, "").strip() for name in TIMEOUT_VARIABLES) else DEFAULT_EXPORT_TIMEOUT_S
+
+
+class _OneExportWarning(logging.Filter):
+    """The SDK's export failures become one warning line for the whole process (it wrote a line per retry and
+    per batch: four at the end of a `run` with the collector down); the rest are debug lines."""
+
+    def __init__(self, endpoint: str) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        from research_tool.core.logging import get_logger
+
+        log = get_logger(__name__)
+        reason = record.getMessage()[:300]
+        if self.said:
+            log.debug("traces_not_exported", endpoint=self.endpoint, reason=reason)
+        else:
+            self.said = True
+            log.warning(
+                "traces_not_exported",
+                endpoint=self.endpoint,
+                reason=reason,
+                note="spans are dropped while the collector does not answer; said once",
+            )
+        return False
+
+
+def _quiet_export_failures() -> None:
+    endpoint = next((os.environ[n].strip() for n in ENDPOINT_VARIABLES if os.environ.get(n, "").strip()), "")
+    one = _OneExportWarning(endpoint)
+    for name in EXPORT_LOGGERS:
+        logger = logging.getLogger(name)
+        for old in [f for f in logger.filters if isinstance(f, _OneExportWarning)]:
+            logger.removeFilter(old)
+        logger.addFilter(one)
+
+
 def _start_provider() -> tuple[TracerProvider, Tracer] | None:
     """The SDK's tracer provider with a batching OTLP/HTTP exporter, or None (and a warning) without the extra."""
     from research_tool.core.extras import install_hint, module_installed
@@ -89,8 +146,12 @@ def _start_provider() -> tuple[TracerProvider, Tracer] | None:
 
     defaults = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": DEFAULT_SERVICE_NAME}
     provider = TracerProvider(resource=Resource.create(defaults))  # the sampler from OTEL_TRACES_SAMPLER
-    # endpoint, headers and timeout from OTEL_*; the collector's answer read through a bounded session
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(session=_bounded_session())))
+    _quiet_export_failures()
+    # endpoint and headers from OTEL_*; the timeout too when set, else 1 s (`export_timeout_s`); the collector's
+    # answer read through a bounded session
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(timeout=export_timeout_s(), session=_bounded_session()))
+    )
     from research_tool import __version__
 
     return provider, provider.get_tracer(INSTRUMENTATION_NAME, __version__)

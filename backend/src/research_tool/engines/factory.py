@@ -163,7 +163,8 @@ def _openai_requests(spec: ModelSpec, settings: Settings, base_url: str) -> Chat
     extra: dict[str, object] = {} if own_api else {"max_tokens": MAX_ANSWER_TOKENS}
     key = _server_key(spec, base_url)
     server = server_format(key, settings.llm_structured_output, OPENAI_FORMS)
-    return ChatRequests(provider="openai", server=server, extra_body=extra, timing=server_timing(key))
+    timing = server_timing(key, settings.data_dir)
+    return ChatRequests(provider="openai", server=server, extra_body=extra, timing=timing)
 
 
 def _ollama_engine(
@@ -192,8 +193,9 @@ def _ollama_engine(
         requests=ChatRequests(
             provider="ollama",
             server=server_format(_server_key(spec, base_url), settings.llm_structured_output, OLLAMA_FORMS),
-            timing=server_timing(_server_key(spec, base_url)),
+            timing=server_timing(_server_key(spec, base_url), settings.data_dir),
         ),
+        probe_speed=settings.llm_speed_probe and endpoint_is_local(base_url),
     )
 
 
@@ -231,6 +233,7 @@ def _openai_engine(
         closers=closers,
         limits=_limits(settings),
         requests=_openai_requests(spec, settings, base_url),
+        probe_speed=settings.llm_speed_probe and endpoint_is_local(base_url),
     )
 
 

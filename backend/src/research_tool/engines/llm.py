@@ -35,6 +35,7 @@ Every step that falls back is told to the session's listener (the `model_fallbac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -118,6 +119,12 @@ _MAX_ERROR_CHARS = 400
 _MAX_ECHOED_ANSWER_CHARS = 2000  # of an invalid answer, quoted back in the retry conversation
 _ANSWER_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=\])\s+(?=[A-Z])")
 PROMPT_TIME_SHARE = 0.5  # of a call's time, what its prompt's predicted evaluation may take (speeds vary)
+PROBE_TIMEOUT_S = 5.0  # the preflight's speed probe may take this long
+# About 100 tokens (the timing measures from 32 up): what the server evaluates at preflight to learn its speed.
+PROBE_PROMPT = (
+    "Research Tool step: probe. This short message only measures how fast the server reads a prompt. "
+    "Answer with the single word ok. The rest is filler of a known length: " + " ".join(f"word{i}" for i in range(40))
+)
 PROMPT_SHARES = (0.5, 0.25, 0.125)  # of the sources' text, tried in turn when the whole prompt would not fit
 
 DOMAIN_DESCRIPTIONS: dict[str, str] = {
@@ -252,8 +259,10 @@ class LLMEngine(ReasoningEngine):
         closers: list[Closer] | None = None,
         limits: LLMLimits | None = None,
         requests: ChatRequests | None = None,
+        probe_speed: bool = False,
     ) -> None:
         self._chat = chat_model
+        self._probe_speed = probe_speed
         self._requests = requests or prompt_only(model_spec)
         self._model_spec = model_spec
         self._fallback = fallback
@@ -288,9 +297,45 @@ class LLMEngine(ReasoningEngine):
         return self._fallback
 
     async def check(self) -> None:
-        """Preflight: raise `EngineUnavailableError` within seconds when the model server is not usable."""
+        """Preflight: raise `EngineUnavailableError` within seconds when the model server is not usable; then
+        measure its prompt speed when nothing has yet (`probe_speed`)."""
         if self._preflight is not None:
             await self._preflight()
+        if self._probe_speed and self._requests.timing.tokens_per_s is None:
+            await self._probe()
+
+    async def _probe(self) -> None:
+        """A short prompt (about 100 tokens) the server evaluates in a moment, read to its first chunk, so the
+        session's first real prompt is never sent with no speed known (issue 43: a llama.cpp server evaluated
+        that blind prompt to its end, 6-9 s after the session had given up on it). Bounded by PROBE_TIMEOUT_S:
+        a server slower than that is taken to be at least twice that slow. A failure is only logged."""
+        timing = self._requests.timing
+        messages: list[BaseMessage] = [HumanMessage(content=PROBE_PROMPT)]
+        call = timing.sent(_prompt_text(messages))
+        cancelled = True
+        try:
+            chunks = self._chat.astream(messages)
+            try:
+                async with asyncio.timeout(PROBE_TIMEOUT_S):
+                    async for chunk in chunks:
+                        if isinstance(chunk, AIMessageChunk):
+                            timing.first_chunk(call)
+                            break  # closing the stream stops the answer: only the prompt was wanted
+            finally:
+                close = getattr(chunks, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):
+                        await close()
+            cancelled = False
+        except TimeoutError:
+            log.info("llm_prompt_speed_probe_timed_out", model=self._model_spec, timeout_s=PROBE_TIMEOUT_S)
+        except Exception as exc:
+            cancelled = False
+            log.debug("llm_prompt_speed_probe_failed", model=self._model_spec, error=repr(exc)[:200])
+        finally:
+            timing.ended(call, cancelled=cancelled)
+        speed = timing.tokens_per_s
+        log.info("llm_prompt_speed_probed", model=self._model_spec, tokens_per_s=round(speed, 1) if speed else None)
 
     async def aclose(self) -> None:
         for close in self._closers:

@@ -19,14 +19,23 @@ seconds to the work of recent measurements: recent calls weigh most, long prompt
 Predicted: the server evaluates one prompt at a time, so a call's prompt is evaluated after the calls still
 waiting for their first chunk, and after a cancelled prompt the server is still evaluating; the prediction is
 when its own evaluation would end. Without a measurement there is no prediction (the first call is sent as is).
+
+Kept (issue 43): with a data dir, every measurement is written to `<data dir>/model_speeds.json`, and a process
+that meets the server again starts from that speed, so a `run`'s first prompt, too, is one the server can
+evaluate in the time the call has (before, a fresh process sent its first prompt blind: llama-cpp-python was
+still evaluating it 6-9 s after a session ended).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from research_tool.core.logging import get_logger
 from research_tool.engines.compaction import estimate_text_tokens
@@ -43,6 +52,7 @@ CONTEXT_COST_TOKENS = 2500.0
 # A prompt cancelled before its first chunk had not been evaluated by then: how much longer it takes is unknown,
 # so it is taken to need twice the time it had (the next measured call corrects the estimate).
 UNFINISHED_FACTOR = 2.0
+SPEEDS_FILE = "model_speeds.json"  # under the data dir: {server key: {"seconds": s, "work": w}}
 
 
 def shared_prefix(a: str, b: str) -> int:
@@ -89,6 +99,7 @@ class PromptTiming:
     _busy_until: float = 0.0  # a cancelled prompt's evaluation is predicted to end then
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    store: Path | None = None  # the data dir's SPEEDS_FILE, where measurements are kept across processes
 
     @property
     def seconds_per_token(self) -> float | None:
@@ -159,6 +170,9 @@ class PromptTiming:
                 return
             if call.measured:
                 self._observe(now - call.sent, call.work)
+                kept = (self._seconds, self._tokens)
+        if call.measured and self.store is not None:
+            keep_speed(self.store, self.key, *kept)
         log.debug(
             "llm_prompt_timed",
             server=self.key,
@@ -193,14 +207,55 @@ _REMEMBERED: dict[str, PromptTiming] = {}
 _REMEMBERED_LOCK = threading.Lock()
 
 
-def server_timing(key: str) -> PromptTiming:
+def server_timing(key: str, data_dir: Path | None = None) -> PromptTiming:
     """The prompt timing of the server `key` (provider, base URL and model): one per process, like its
-    structured-output form (`output_format.server_format`), so what one session measured serves the next."""
+    structured-output form (`output_format.server_format`), so what one session measured serves the next; with
+    `data_dir`, it starts from the speed an earlier process kept there, and keeps its own measurements."""
+    store = data_dir / SPEEDS_FILE if data_dir is not None else None
     with _REMEMBERED_LOCK:
         found = _REMEMBERED.get(key)
         if found is None:
             found = _REMEMBERED[key] = PromptTiming(key=key)
+            kept = kept_speeds(store).get(key) if store is not None else None
+            if kept is not None:
+                found._seconds, found._tokens = kept
+                log.debug("llm_prompt_speed_loaded", server=key, tokens_per_s=round(kept[1] / kept[0], 1))
+        if store is not None and found.store is None:
+            found.store = store
         return found
+
+
+def kept_speeds(store: Path) -> dict[str, tuple[float, float]]:
+    """The speeds kept in `store`: {server key: (seconds, work)}; nothing when it is missing or unreadable."""
+    try:
+        raw = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    speeds: dict[str, tuple[float, float]] = {}
+    for key, value in raw.items() if isinstance(raw, dict) else ():
+        if isinstance(value, dict):
+            seconds, work = value.get("seconds"), value.get("work")
+            if isinstance(seconds, int | float) and isinstance(work, int | float) and seconds > 0 and work > 0:
+                speeds[str(key)] = (float(seconds), float(work))
+    return speeds
+
+
+_STORE_LOCK = threading.Lock()
+
+
+def keep_speed(store: Path, key: str, seconds: float, work: float) -> None:
+    """Write one server's decayed measurement into `store` (written whole, then renamed into place)."""
+    with _STORE_LOCK:
+        speeds = {k: {"seconds": s, "work": w} for k, (s, w) in kept_speeds(store).items()}
+        speeds[key] = {"seconds": seconds, "work": work}
+        partial = store.with_name(f"{store.name}.{os.getpid()}.tmp")
+        try:
+            partial.write_text(json.dumps(speeds, indent=1, sort_keys=True), encoding="utf-8")
+            partial.replace(store)
+        except OSError as exc:
+            log.debug("llm_prompt_speed_not_kept", store=str(store), error=str(exc))
+            with contextlib.suppress(OSError):
+                partial.unlink()
 
 
 def forget_timings() -> None:

@@ -16,6 +16,16 @@ PrivacyMode = Literal["local_only", "hybrid", "cloud_allowed"]
 ReportFormat = Literal["md", "json", "html", "bib"]
 DEFAULT_FORMATS: tuple[ReportFormat, ...] = ("md", "json")
 SEARCH_PROVIDERS: tuple[str, ...] = tuple(p for p in PROVIDER_NAMES if p != "crawler")
+LOCAL_PROVIDERS = frozenset({"local"})  # the providers whose privacy is `local`: nothing leaves the machine
+
+
+def default_privacy(providers: list[str] | None, llm: str) -> PrivacyMode:
+    """The privacy mode of a request that names none, one rule for the CLI, the API, LangGraph, MCP and the page
+    (issue 43): `local_only` when it searches only local folders and the engine is the offline one (nothing
+    leaves the machine, and the report says so), else `cloud_allowed`."""
+    if providers and set(providers) <= LOCAL_PROVIDERS and llm.strip().lower() == "offline":
+        return "local_only"
+    return "cloud_allowed"
 
 
 class ResearchRequest(BaseModel):
@@ -24,7 +34,8 @@ class ResearchRequest(BaseModel):
     query: str = Field(max_length=MAX_QUERY_CHARS)
     tier: TierName | None = None  # None: the engine picks (offline: standard)
     domain: DomainName | None = None  # None: detected by clarify
-    privacy_mode: PrivacyMode = "cloud_allowed"
+    # None: by `default_privacy`, filled in (`with_default_privacy`) before the session is validated and written
+    privacy_mode: PrivacyMode | None = None
     providers: list[str] | None = None  # None: from the domain configuration
     clarify: bool = False
     max_execution_time_s: float | None = Field(default=None, gt=0, le=24 * 3600)
@@ -32,6 +43,17 @@ class ResearchRequest(BaseModel):
     fetch: bool = True  # fetch full text of the best web results with the crawler
     corpus_dirs: list[str] = Field(default_factory=list)
     max_iterations: int | None = Field(default=None, ge=1, le=50)
+
+    def with_default_privacy(self, llm: str) -> ResearchRequest:
+        """This request with its privacy mode said: the caller's, else `default_privacy` for engine `llm`."""
+        if self.privacy_mode is not None:
+            return self
+        return self.model_copy(update={"privacy_mode": default_privacy(self.providers, llm)})
+
+    @property
+    def privacy(self) -> PrivacyMode:
+        """The privacy mode (a request not through `with_default_privacy`: the rule for the offline engine)."""
+        return self.privacy_mode or default_privacy(self.providers, "offline")
 
     @field_validator("query")
     @classmethod

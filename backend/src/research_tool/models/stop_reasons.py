@@ -22,6 +22,21 @@ STOP_LABELS: dict[str, str] = {
     "all_providers_failed": "every search provider failed",
 }
 
+# The same reasons in a few words, for the `sessions` table's column (issue 43: it printed the codes).
+STOP_SHORT_LABELS: dict[str, str] = {
+    "sufficient": "answer found",
+    "fact_saturation": "saturated: no new facts",
+    "entity_saturation": "saturated: no new entities",
+    "source_coverage": "saturated: no new queries",
+    "citation_circularity": "saturated: same sources",
+    "max_iterations": "all cycles run",
+    "max_execution_time": "time limit reached",
+    "provider_call_budget": "call budget spent",
+    "token_budget": "token budget spent",
+    "user_requested": "stopped by the user",
+    "all_providers_failed": "every provider failed",
+}
+
 # Limits that end research whether or not it had saturated: a stop by one of them may have cost the answer.
 LIMIT_STOPS = frozenset(
     {"max_iterations", "max_execution_time", "provider_call_budget", "token_budget", "user_requested"}
@@ -33,6 +48,13 @@ def stop_label(stop_reason: str | None) -> str:
     if not stop_reason:
         return ""
     return STOP_LABELS.get(stop_reason, stop_reason.replace("_", " "))
+
+
+def stop_short_label(stop_reason: str | None) -> str:
+    """`all cycles run` for `max_iterations`: the reason in a few words; an unknown code with its `_` as spaces."""
+    if not stop_reason:
+        return ""
+    return STOP_SHORT_LABELS.get(stop_reason, stop_reason.replace("_", " "))
 
 
 def stopped_early_note(stop_reason: str | None, *, answered: bool) -> str | None:

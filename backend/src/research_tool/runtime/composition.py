@@ -59,12 +59,15 @@ class ResearchServices:
     # part, and long polls answer 503, so that no open connection holds the shutdown (issue 32).
     draining: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def validate(self, request: ResearchRequest) -> None:
-        """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine)."""
+    def validate(self, request: ResearchRequest) -> ResearchRequest:
+        """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine); return it with
+        its privacy mode said (`default_privacy` with this server's engine when the caller named none)."""
+        request = request.with_default_privacy(self.settings.llm)
         validate_request(request, self.settings, self.client)
-        spec = check_engine_settings(self.settings, privacy_mode=request.privacy_mode)
+        spec = check_engine_settings(self.settings, privacy_mode=request.privacy)
         if spec is not None:
             require_llm_extra(spec.provider, str(spec))
+        return request
 
 
 @asynccontextmanager
@@ -141,7 +144,7 @@ async def _open_process_services(
                 )
 
             def make_engine(request: ResearchRequest) -> ReasoningEngine:
-                return create_engine(settings, privacy_mode=request.privacy_mode, http_client=client)
+                return create_engine(settings, privacy_mode=request.privacy, http_client=client)
 
             leases = cluster_leases(settings, storage.pool)
             runner = SessionRunner(
@@ -155,6 +158,7 @@ async def _open_process_services(
                 max_queued=settings.max_queued_sessions,
                 clarify_timeout_s=settings.clarify_timeout_s,
                 leasing=leases,
+                llm=settings.llm,
             )
             assert_prunable(runner.graph.channels)
             services = ResearchServices(

@@ -67,7 +67,7 @@ def initial_state(record: SessionRecord, clock_started: float | None = None) -> 
         session_id=record.id,
         original_query=request.query,
         request=request.model_dump(mode="json"),
-        privacy_mode=request.privacy_mode,
+        privacy_mode=request.privacy,
         started_at=(datetime.now(UTC) - timedelta(seconds=lead)).isoformat() if lead else utc_now_iso(),
         iteration=0,
         should_stop=False,
@@ -121,6 +121,7 @@ class SessionRunner:
         clarify_timeout_s: float,
         max_queued: int = 2000,
         leasing: SessionLeasing | None = None,
+        llm: str = "offline",
     ) -> None:
         self.store = store
         self.events = events
@@ -133,6 +134,7 @@ class SessionRunner:
         self.admission = Admission(max_running=max_concurrent, max_queued=max_queued)
         self._clarify_timeout_s = clarify_timeout_s
         self._leasing = leasing
+        self._llm = llm  # the engine `default_privacy` counts with, for a request that names no privacy mode
         self._max_queued = max_queued
         self._live: dict[str, _Live] = {}
         self._finish_listeners: list[Callable[[str], None]] = []
@@ -150,6 +152,7 @@ class SessionRunner:
         of the shared table are the queue, and `submit` hands the session to the workers).
         `traceparent`: the caller's trace context (tracing on), which the session's first trace is a child of."""
         trace_context = initial_trace_context(traceparent)
+        request = request.with_default_privacy(self._llm)  # stored as said (a no-op after `validate`)
         if self._leasing is not None:
             return await self._create_queued(request, session_id, trace_context)
         with self.admission.reserve(running=self.running_count):
@@ -432,6 +435,8 @@ class SessionRunner:
                 elif mode == "values":
                     values = chunk
                     await self.store.update(session_id, progress=progress_of(values))
+                    if values.get("tier"):  # the tier the session runs (the request's may be None: auto)
+                        telemetry.current().set("research.tier", values["tier"])
             if interrupt_value is None:
                 break
             graph_input = Command(resume=await self._await_answers(session_id, interrupt_value, live))
@@ -478,11 +483,12 @@ class SessionRunner:
         )
         if answers is None:
             if not live.stop.is_set():
+                unanswered = "Not answered" if live.declined else "No answer in time"
                 await self.events.append(
                     session_id,
                     "clarification_timeout",
                     "clarify",
-                    "No answer in time; research goes on with the original question.",
+                    f"{unanswered}; research goes on with the original question.",
                 )
             return {"timed_out": True}
         return {"answers": answers}

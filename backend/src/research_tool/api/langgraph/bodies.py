@@ -198,6 +198,18 @@ def is_regenerate(run: RunCreate) -> bool:
     return run.command is None and not run_input(run)
 
 
+END_NODE = "__end__"
+
+
+def ends_the_wait(run: RunCreate) -> bool:
+    """`command.goto: "__end__"` with nothing to resume: a chat UI's "Mark as Resolved" on an interrupt (the
+    thread's waiting question is closed and research goes on with what it was asked)."""
+    if run.command is None or run.command.resume is not None:
+        return False
+    goto = run.command.goto
+    return goto == END_NODE or (isinstance(goto, list) and END_NODE in goto)
+
+
 def chat_reply(run: RunCreate) -> str | None:
     """The last user message of a run whose input is chat `messages` only (no `query`): on a thread awaiting
     clarification it answers the questions, as LangGraph's server takes such a run as the resume."""

@@ -5,6 +5,7 @@ a thread is a research session. Not served: crons, the store, assistant CRUD and
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -252,7 +253,22 @@ async def stream_run(
     thread_id: ThreadId, body: RunCreate, protocol: Protocol, traceparent: CallerTrace
 ) -> StreamingResponse:
     run = await protocol.create_run(thread_id, body, traceparent)
-    return stream_response(protocol, thread_id, run.run_id, body.modes(), None)
+    response = stream_response(protocol, thread_id, run.run_id, body.modes(), None)
+    if body.on_disconnect == "cancel":  # what the SDKs' useStream sends: a client that leaves stops the run
+        frames = response.body_iterator
+
+        async def cancel_if_left() -> AsyncIterator[Any]:
+            ended = False
+            try:
+                async for chunk in frames:
+                    yield chunk
+                ended = True
+            finally:
+                if not ended:  # the client disconnected (this task is cancelled), or the stream failed
+                    protocol.cancel_when_left(thread_id, run.run_id)
+
+        response.body_iterator = cancel_if_left()
+    return response
 
 
 @langgraph.post("/runs/stream")
@@ -286,7 +302,12 @@ async def wait_response(protocol: LangGraphProtocol, thread_id: str, run_id: str
 @langgraph.post("/threads/{thread_id}/runs/wait")
 async def wait_run(thread_id: ThreadId, body: RunCreate, protocol: Protocol, traceparent: CallerTrace) -> JSONResponse:
     run = await protocol.create_run(thread_id, body, traceparent)
-    return await wait_response(protocol, thread_id, run.run_id)
+    try:
+        return await wait_response(protocol, thread_id, run.run_id)
+    except asyncio.CancelledError:  # the client left
+        if body.on_disconnect == "cancel":
+            protocol.cancel_when_left(thread_id, run.run_id)
+        raise
 
 
 @langgraph.post("/runs/wait")

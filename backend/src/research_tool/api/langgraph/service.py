@@ -22,6 +22,7 @@ from research_tool.api.langgraph.bodies import (
     GRAPH_ID,
     RunCreate,
     chat_reply,
+    ends_the_wait,
     is_regenerate,
     research_request,
     resume_answers,
@@ -87,8 +88,7 @@ def check_request(request: Any, services: Any) -> Any:
     """The run's research request, refused (4xx) before anything is written when it names a folder the server
     does not allow or breaks a rule of the request."""
     check_corpus_dirs(request, services.settings)
-    services.validate(request)
-    return request
+    return services.validate(request)
 
 
 class LangGraphProtocol:
@@ -346,7 +346,7 @@ class LangGraphProtocol:
         thread_id = str(uuid.uuid4()) if thread_id is None else check_session_id(thread_id)
         resume = body.command.resume if body.command is not None else None
         answers = resume_answers(resume) if resume is not None else None
-        if answers is None and not is_regenerate(body) and chat_reply(body) is None:
+        if answers is None and not is_regenerate(body) and chat_reply(body) is None and not ends_the_wait(body):
             check_request(research_request(body, None, assistant_options(body.assistant_id)), self.services)
         async with self._locks.hold(thread_id):
             create = stateless
@@ -385,19 +385,28 @@ class LangGraphProtocol:
             kwargs=body.model_dump(mode="json", exclude_none=True),
             start_seq=0,
         )
-        if answers is not None:
-            if record is None or record.status != "awaiting_clarification":
+        waiting = record is not None and record.status == "awaiting_clarification"
+        if answers is not None or ends_the_wait(body):
+            if not waiting:
                 raise ApiError(409, f"thread {thread_id} has no interrupt to resume")
             run.start_seq = await self.last_seq(thread_id)
-            await self.services.runner.provide_answers(thread_id, answers)
+            if answers is None:  # "Mark as Resolved" (goto __end__): research goes on with what it was asked
+                await self.services.runner.decline_clarification(thread_id)
+            else:
+                await self.services.runner.provide_answers(thread_id, answers)
             await self.runs.add_run(run)
             return run
         earlier = await self.earlier_request(thread_id, record) if is_regenerate(body) else None
         request = check_request(research_request(body, earlier, assistant_options(body.assistant_id)), self.services)
         run.request = request.model_dump(mode="json")  # all it needs to start later (enqueued, or after a kill)
         busy = any(r.status in ("pending", "running") for r in runs) or (record is not None and not record.finished)
+        if waiting and is_regenerate(body):
+            busy = False  # nothing runs: the waiting round makes way for its question asked again, without asking
         if busy:
-            if body.multitask_strategy == "reject":
+            # a run cancelled a moment ago is still writing its report: the next question waits for it, not a 409
+            started = [r for r in runs if r.status != "pending"]
+            cancelled = bool(started) and started[-1].cancel_reason is not None
+            if body.multitask_strategy == "reject" and not cancelled:
                 raise ApiError(409, f"thread {thread_id} is busy with a run; enqueue it or wait")
             run.status = "pending"
             await self.runs.add_run(run)
@@ -578,6 +587,19 @@ class LangGraphProtocol:
         if run.status == "error":
             values["__error__"] = {"error": "ResearchFailed", "message": (record.error if record else None) or ""}
         return values
+
+    def cancel_when_left(self, thread_id: str, run_id: str) -> None:
+        """The client of a run created with on_disconnect=cancel left before it ended: stop it (with a report,
+        as a cancel does), in the background. Synchronous: it runs even inside a cancelled task."""
+        task = asyncio.create_task(self._cancel_quietly(thread_id, run_id), name=f"langgraph-left-{thread_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _cancel_quietly(self, thread_id: str, run_id: str) -> None:
+        try:
+            await self.cancel(thread_id, run_id, "interrupt")
+        except ApiError:  # gone already, or the server is stopping
+            return
 
     def forget_when_final(self, thread_id: str, run_id: str, *, cancel: bool) -> None:
         """Delete a stateless run's thread in the background: at once (`cancel`: its session is stopped with

@@ -147,12 +147,30 @@ PHASE_WORDS = {
 }
 
 
+def asked_text(questions: list[str]) -> str:
+    asked = "\n".join(f"{n}. {q}" for n, q in enumerate(questions, 1))
+    return f"Before I search, which do you mean?\n\n{asked}\n\nReply in the chat to answer."
+
+
+def exchange_messages(record: SessionRecord, state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each answered clarification as the chat showed it: the questions (AI), then the reply (human). They stay
+    in `messages` once research goes on (issue 43: the reply vanished from the chat)."""
+    exchanges = (state.get("clarification") or {}).get("exchanges") or []
+    tag = f"{record.id}-{round_tag(record)}"
+    messages: list[dict[str, Any]] = []
+    for n, exchange in enumerate(exchanges, 1):
+        questions = [str(q) for q in exchange.get("questions") or []]
+        answers = [str(a) for a in exchange.get("answers") or []]
+        messages.append(message("ai", asked_text(questions), f"{tag}-asked-{n}"))
+        messages.append(message("human", "\n".join(answers), f"{tag}-reply-{n}"))
+    return messages
+
+
 def progress_text(record: SessionRecord, phase: str | None = None) -> str:
     """The session's progress as one chat line, e.g. "Researching (cycle 2, searching): 6 searches, 14 sources,
     37 facts so far…" (the AI message a chat UI shows until the answer replaces it)."""
     if record.status == "awaiting_clarification" and record.pending_questions:
-        asked = "\n".join(f"{n}. {q}" for n, q in enumerate(record.pending_questions, 1))
-        return f"Before I search, which do you mean?\n\n{asked}\n\nReply in the chat to answer."
+        return asked_text(list(record.pending_questions))
     if record.status == "failed":
         return f"Research failed: {record.error or 'unknown error'}"
     progress = record.progress or {}
@@ -179,7 +197,7 @@ def output_values(record: SessionRecord, state: dict[str, Any], phase: str | Non
     """A session's values as a LangGraph client reads them: the full state in every part, `messages` always
     the question and then the answer (or, until it is written, a progress line with the answer's id)."""
     report = state.get("final_report") or {}
-    messages = [question_message(record)]
+    messages = [question_message(record), *exchange_messages(record, state)]
     values: dict[str, Any] = {"query": record.request.query, "status": record.status}
     if report:
         values.update({key: report.get(key) for key in REPORT_KEYS})

@@ -101,7 +101,7 @@ async def create_session(
 ) -> SessionRecord:
     """`traceparent`: the caller's trace context (api/trace_context.py); the session's trace is a child of it."""
     check_corpus_dirs(request, services.settings)
-    services.validate(request)
+    request = services.validate(request)
     record = await services.runner.create(request, traceparent=traceparent)
     # The runner's task (or, in cluster mode, a worker's) runs it: it outlives this request and a lost client.
     services.runner.submit(record.id)

@@ -97,7 +97,9 @@ async function loadProviders() {
 }
 
 function requestBody() {
-  const body = { query: $("question").value.trim(), privacy_mode: $("privacy").value };
+  const body = { query: $("question").value.trim() };
+  // no choice: the server's rule (only local folders with the offline engine: local only; else cloud allowed)
+  if ($("privacy").value) body.privacy_mode = $("privacy").value;
   if ($("tier").value) body.tier = $("tier").value;
   if ($("domain").value) body.domain = $("domain").value;
   if ($("clarify").checked) body.clarify = true;

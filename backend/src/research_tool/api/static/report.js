@@ -190,6 +190,7 @@ export function renderReport(container, report, { onExport }) {
   }
 
   const facts = [
+    report.privacy_mode ? `privacy ${String(report.privacy_mode).replaceAll("_", " ")}` : null,
     metadata.engine ? `engine ${metadata.engine}` : null,
     metadata.model ? `model ${metadata.model}` : null,
     typeof metadata.iterations === "number" ? plural(metadata.iterations, "cycle") : null,

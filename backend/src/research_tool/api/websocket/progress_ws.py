@@ -15,7 +15,7 @@ from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
-from research_tool.api.auth import WS_SUBPROTOCOL, is_authorized
+from research_tool.api.auth import MISSING_TOKEN_MESSAGE, WS_SUBPROTOCOL, is_authorized
 from research_tool.api.errors import error_body
 from research_tool.api.event_stream import session_events, stream_cut_short
 from research_tool.api.routes.research import services_of
@@ -49,7 +49,7 @@ def parse_after(value: str | None) -> int | None:
 
 async def refuse_unauthorized(websocket: WebSocket) -> None:
     if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        body = error_body("unauthorized", "this server needs `Authorization: Bearer <RESEARCH_API_TOKEN>`")
+        body = error_body("unauthorized", MISSING_TOKEN_MESSAGE)
         await websocket.send_denial_response(
             JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
         )

@@ -47,9 +47,9 @@ def validate_request(request: ResearchRequest, settings: Settings, client: httpx
         check_some_provider_can_search(request, settings, client, dirs)
         return
     for name in request.providers:
-        if not privacy_allows(request.privacy_mode, name):
+        if not privacy_allows(request.privacy, name):
             raise BadInputError(
-                f"provider '{name}' sends queries to the cloud, which privacy mode '{request.privacy_mode}' forbids"
+                f"provider '{name}' sends queries to the cloud, which privacy mode '{request.privacy}' forbids"
             )
         provider = create_provider(name, settings, client, corpus_dirs=dirs)
         reason = provider.unavailable_reason()
@@ -66,7 +66,7 @@ def check_some_provider_can_search(
     candidates = list(dict.fromkeys(name for d in domains for name in DOMAINS[d].provider_order()))
     reasons: list[str] = []
     for name in candidates:
-        if not privacy_allows(request.privacy_mode, name):
+        if not privacy_allows(request.privacy, name):
             continue
         reason = create_provider(name, settings, client, corpus_dirs=dirs).unavailable_reason()
         if reason is None:
@@ -74,7 +74,7 @@ def check_some_provider_can_search(
         reasons.append(f"{name}: {reason}")
     allowed = "; ".join(reasons) or "none is allowed"
     raise BadInputError(
-        f"no provider can search for this request (privacy mode '{request.privacy_mode}'"
+        f"no provider can search for this request (privacy mode '{request.privacy}'"
         + (f", domain '{request.domain}'" if request.domain else "")
         + f"): {allowed}"
     )
@@ -96,7 +96,7 @@ def choose_providers(
     scores = dict(ranking)
 
     def usable(name: str) -> bool:
-        if not privacy_allows(request.privacy_mode, name):
+        if not privacy_allows(request.privacy, name):
             return False
         return create_provider(name, settings, client, corpus_dirs=dirs).is_available()
 

@@ -73,7 +73,7 @@ def phase(name: str) -> Callable[[NodeFn], NodeFn]:
             cycle = f" (cycle {iteration})" if name in {"collect", "process", "analyze", "evaluate"} else ""
             # one span per node visit, a child of the session's root span (core/telemetry.py; a no-op when off)
             with telemetry.span(f"node {name}", {"research.node": name, "research.iteration": iteration}):
-                log.info("phase_started", session_id=ctx.session_id, iteration=iteration, phase=name)
+                log.debug("phase_started", session_id=ctx.session_id, iteration=iteration, phase=name)
                 await ctx.events.emit("phase_started", name, f"{label}{cycle}.", {"iteration": iteration})
                 started = time.monotonic()
                 bind_engine(state, ctx, name, started)
@@ -81,7 +81,9 @@ def phase(name: str) -> Callable[[NodeFn], NodeFn]:
                 elapsed = round(time.monotonic() - started, 4)
                 update["elapsed"] = {**update.get("elapsed", {}), f"{name}:{iteration}": elapsed}
                 update.setdefault("current_phase", name)
-                log.info("phase_completed", session_id=ctx.session_id, iteration=iteration, phase=name, seconds=elapsed)
+                log.debug(
+                    "phase_completed", session_id=ctx.session_id, iteration=iteration, phase=name, seconds=elapsed
+                )
                 await ctx.events.emit(
                     "phase_completed", name, f"{label}{cycle}: done in {elapsed:.1f} s.", {"iteration": iteration}
                 )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import sqlite3
 import threading
@@ -106,7 +107,9 @@ async def run_in_index_pool(folder_key: str, work: Callable[[Cancel], T]) -> T:
     cancel = Cancel()
     async with _GATES.hold(folder_key):
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(_pool(), functools.partial(work, cancel))
+        # in the caller's context (contextvars): its log lines name the session's trace and span (issue 43)
+        context = contextvars.copy_context()
+        future = loop.run_in_executor(_pool(), functools.partial(context.run, work, cancel))
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
