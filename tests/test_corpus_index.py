@@ -84,7 +84,7 @@ def corpus(tmp_path: Path) -> Path:
         + "\nnot json\n",
     )
     write(root / ".hidden" / "secret.txt", "hidden volcano text")
-    write(root / "image.png", "not a document")
+    write(root / "drawing.svg", "not a document")
     return root
 
 
@@ -129,13 +129,13 @@ async def test_unchanged_files_are_not_read_again(
     corpus: Path, index: CorpusIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     parsed: list[str] = []
-    real_read = corpus_index.read_documents
+    real_read = corpus_index.read_file
 
     def counting_read(path: Path, data: bytes):
         parsed.append(path.name)
         return real_read(path, data)
 
-    monkeypatch.setattr(corpus_index, "read_documents", counting_read)
+    monkeypatch.setattr(corpus_index, "read_file", counting_read)
     await index.index_folder(corpus)
     assert len(parsed) == 5
 
