@@ -148,14 +148,14 @@ def image_text(data: bytes, name: str) -> str:
     _need()
     from PIL import Image, UnidentifiedImageError
 
-    digest = hashlib.sha256(data).hexdigest()
-    cached = _cached(digest)
-    if cached is not None:
-        return cached
-    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+    Image.MAX_IMAGE_PIXELS = 10 * MAX_PIXELS  # Pillow refuses past twice this; _checked_size first
     try:
         with Image.open(io.BytesIO(data)) as image:
             _checked_size(*image.size, name)  # from the header: nothing decoded yet
+            digest = hashlib.sha256(data).hexdigest()
+            cached = _cached(digest)
+            if cached is not None:
+                return cached
             image.seek(0)
             text = _recognise(image)
     except DocumentParseError:
@@ -197,7 +197,7 @@ def pdf_page_text(page: Any, name: str) -> str:
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise DocumentParseError(f"cannot read the images of {name}: {exc}") from exc
     texts = []
-    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+    Image.MAX_IMAGE_PIXELS = 10 * MAX_PIXELS  # Pillow refuses past twice this; _checked_size first
     for _area, xobject in sorted(images, key=lambda item: -item[0]):
         try:
             raw = xobject.get_data()

@@ -1,0 +1,58 @@
+"""Scans through OCR (issue 42): a PNG photo of a notice and a PDF page without a text layer, both drawn with
+Pillow at test time, are read by RapidOCR (its models come inside its wheel), the PDF page cited as `#page-1`;
+the text is cached by the image's hash, so a second read does not recognise again. Skipped without the `ocr`
+extra."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rapidocr_onnxruntime", reason="needs the `ocr` extra (pip install 'research-tool[ocr]')")
+pytest.importorskip("PIL", reason="needs the `ocr` extra (pip install 'research-tool[ocr]')")
+
+from research_tool.core.settings import reset_settings_cache
+from research_tool.providers.local_corpus import ocr
+from research_tool.providers.local_corpus.documents import DocumentLimitError
+from research_tool.providers.local_corpus.formats import read_file
+from tests.support import document_files as files
+
+
+@pytest.fixture(autouse=True)
+def own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_DATA_DIR", str(tmp_path / "data"))
+    reset_settings_cache()
+
+
+def test_a_photo_of_a_notice_is_read_and_a_second_read_comes_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "notice.png"
+    files.write_png(path)
+    (document,) = read_file(path, path.read_bytes())[0]
+    assert "Ashby pool reopens on 14 June" in document.text
+    assert document.title == "notice.png (OCR)"
+    assert "## Notice" in document.text  # the short label line stands alone
+
+    def no_second_recognition(_image: object) -> str:
+        raise AssertionError("recognised again")
+
+    monkeypatch.setattr(ocr, "_recognise", no_second_recognition)
+    (again,) = read_file(path, path.read_bytes())[0]
+    assert again.text == document.text
+
+
+def test_a_scanned_pdf_page_is_read_and_cited_by_page(tmp_path: Path) -> None:
+    path = tmp_path / "scan.pdf"
+    files.write_scanned_pdf(path)
+    (page,) = read_file(path, path.read_bytes())[0]
+    assert page.key == "page-1" and page.title == "scan, page 1"
+    assert "Corby library card costs 4 pounds" in page.text
+
+
+def test_an_image_of_144_megapixels_is_refused_from_its_header(tmp_path: Path) -> None:
+    path = tmp_path / "huge.png"
+    files.huge_png_header(path)
+    with pytest.raises(DocumentLimitError, match="144 MP"):
+        read_file(path, path.read_bytes())
