@@ -170,7 +170,7 @@ async def test_a_folder_of_every_format_is_indexed_and_each_fact_found_in_its_ow
         hits = await index.search(question, roots=[folder], limit=3)
         assert hits and hits[0].path.endswith(name), (name, [h.location for h in hits])
         assert answer in hits[0].text, (name, hits[0].text)
-    (slide,) = [h for h in await index.search("Quarry Lane roof Odile", roots=[folder], limit=1)]
+    (slide,) = await index.search("Quarry Lane roof Odile", roots=[folder], limit=1)
     assert slide.url.endswith("deck.pptx#slide-2") and "slide 2" in slide.title
 
 

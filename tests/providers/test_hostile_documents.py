@@ -5,6 +5,7 @@ beside them is indexed; nothing of /etc/passwd reaches the index."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import time
 import zipfile
@@ -62,7 +63,7 @@ async def test_each_hostile_file_is_named_once_with_its_reason_and_the_good_one_
 
     hits = await index.search("Which river does the Hollin ferry cross?", roots=[folder], limit=1)
     assert hits and hits[0].path.endswith("good.docx")
-    stored = b"".join(p.read_bytes() for p in tmp_path.glob("index.db*"))
+    stored = await asyncio.to_thread(lambda: b"".join(p.read_bytes() for p in tmp_path.glob("index.db*")))
     assert b"root:x:0:0" not in stored and b"/bin/bash" not in stored
 
 

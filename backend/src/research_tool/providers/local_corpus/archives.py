@@ -17,8 +17,8 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Callable
-from typing import IO
 from pathlib import Path
+from typing import IO
 from xml.parsers import expat
 
 from research_tool.providers.local_corpus.documents import (
