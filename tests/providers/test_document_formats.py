@@ -134,7 +134,7 @@ def test_eml_names_subject_date_and_reads_attachments_as_documents(tmp_path: Pat
     message, attachment = read(path)
     assert message.title == "Fenwick bridge closure (2026-02-02 09:30)"
     assert "The Fenwick bridge is closed on 9 March for repairs." in message.text
-    assert "From: Roads Office <roads@example.org>." in message.text
+    assert "Roads Office <roads@example.org> wrote on 2026-02-02 09:30:" in message.text
     assert attachment.key == "attachment-1"
     assert attachment.title.startswith("Fenwick bridge closure, attachment fees.docx")
     assert "Junior: Annual fee £60; Monthly fee £5." in attachment.text

@@ -72,7 +72,8 @@ def message_documents(
     date = _date(message)
     sender = _header(message, "From")
     title = clean_title(f"{subject} ({date})" if date else subject)
-    lead = " ".join(part for part in (f"From: {sender}." if sender else "", f"Date: {date}." if date else "") if part)
+    # a lead-in, not a statement: an answer quotes what the message says; the title carries subject and date
+    lead = (f"{sender or 'The sender'} wrote" + (f" on {date}:" if date else ":")) if sender or date else ""
     body = _body(message).strip()
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", body) if p.strip()]
     text = join_blocks([f"## {subject}", lead, *paragraphs])
