@@ -358,3 +358,10 @@ async def test_the_parts_of_a_titles_compound_names_are_searchable(tmp_path: Pat
     assert (await index.search("SHA-512", roots=[root]))[0].title.startswith("hashkit.sha512")
     assert corpus_index.name_parts("tabkit.RowReader — Iterate") == "Row Reader"
     assert corpus_index.name_parts("A plain title of words") == ""
+
+
+async def test_file_progress_counts_every_file_to_the_total(corpus: Path, index: CorpusIndex) -> None:
+    """What `index`'s progress bar shows (files done, files left): called after each file, ending at the total."""
+    seen: list[tuple[int, int]] = []
+    await index.index_folder(corpus, file_progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(n, 5) for n in range(1, 6)]

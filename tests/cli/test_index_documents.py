@@ -12,7 +12,7 @@ from tests.cli.conftest import run_cli
 
 pytest.importorskip("docx", reason="needs the `documents` extra (pip install 'research-tool[documents]')")
 
-from tests.support import document_files as files
+from research_tool.bench import document_files as files
 
 
 def test_index_counts_by_kind_and_names_each_skipped_file(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Office documents, sheets, e-books, mail and RTF in the local index (issue 42): each file written by the library
-real tools write it with (tests/support/document_files.py), one fact in each, read with its structure (headings
+real tools write it with (research_tool/bench/document_files.py), one fact in each, read with its structure (headings
 alone, table rows as header: value sentences) and a locator in its title and url (slide, sheet and row, chapter,
 the message's subject and date). Without the `documents` extra these tests are skipped, and a file of those
 formats is named as skipped with the extra to install."""
@@ -14,13 +14,13 @@ pytest.importorskip("docx", reason="needs the `documents` extra (pip install 're
 pytest.importorskip("odf", reason="needs odfpy (the dev extra) to write .odt/.ods")
 pytest.importorskip("ebooklib", reason="needs ebooklib (the dev extra) to write .epub")
 
+from research_tool.bench import document_files as files
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.candidates import build_candidates
 from research_tool.models.entities import SourceResult
 from research_tool.providers.local_corpus import formats
 from research_tool.providers.local_corpus.formats import read_file
 from research_tool.providers.local_corpus.index import CorpusIndex
-from tests.support import document_files as files
 
 
 def read(path: Path):  # type: ignore[no-untyped-def]

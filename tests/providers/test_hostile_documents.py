@@ -15,11 +15,11 @@ import pytest
 
 pytest.importorskip("docx", reason="needs the `documents` extra (pip install 'research-tool[documents]')")
 
+from research_tool.bench import document_files as files
 from research_tool.core.settings import reset_settings_cache
 from research_tool.providers.local_corpus import sheets
 from research_tool.providers.local_corpus.formats import read_file
 from research_tool.providers.local_corpus.index import CorpusIndex
-from tests.support import document_files as files
 
 
 def hostile_folder(folder: Path) -> None:

@@ -12,11 +12,11 @@ import pytest
 pytest.importorskip("rapidocr_onnxruntime", reason="needs the `ocr` extra (pip install 'research-tool[ocr]')")
 pytest.importorskip("PIL", reason="needs the `ocr` extra (pip install 'research-tool[ocr]')")
 
+from research_tool.bench import document_files as files
 from research_tool.core.settings import reset_settings_cache
 from research_tool.providers.local_corpus import ocr
 from research_tool.providers.local_corpus.documents import DocumentLimitError
 from research_tool.providers.local_corpus.formats import read_file
-from tests.support import document_files as files
 
 
 @pytest.fixture(autouse=True)

@@ -194,11 +194,11 @@ class _PendingWrites:
 FileProgress = Callable[[int, int], None]
 
 
-def skip_reason(exc: DocumentParseError) -> str:
+def skip_reason(exc: DocumentParseError, name: str = "") -> str:
     """How `research-tool index` names a file it left out: the reason word, and the detail when it adds one."""
     if isinstance(exc, MissingExtraError):
         return exc.message
-    detail = exc.message
+    detail = exc.message.removeprefix(f"{name}: ") if name else exc.message
     if exc.reason in ("encrypted", "too large") or not detail:
         return exc.reason
     return f"{exc.reason}: {detail}"
@@ -588,7 +588,7 @@ class CorpusIndex:
                 stats.files_skipped += 1
             else:
                 stats.files_failed += 1
-            stats.skipped.append((shown_path(key), skip_reason(exc)))
+            stats.skipped.append((shown_path(key), skip_reason(exc, path.name)))
             if known is not None:  # keep nothing stale from a file that is now broken
                 stats.docs_removed += self._delete_file(conn, key)
                 stats.files_removed += 1

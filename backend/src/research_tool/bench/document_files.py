@@ -1,7 +1,8 @@
-"""Real office documents, e-books, mail, sheets and scans, written at test time by the libraries real tools write
-them with (python-docx, python-pptx, openpyxl, odfpy, ebooklib, the email package, Pillow), one fact in each.
-Also the hostile ones: a zip bomb docx, entity declarations, truncated and fake archives, an encrypted PDF, a
-144-megapixel image header, a sheet past the row limit."""
+"""Real office documents, e-books, mail, sheets and scans, written at run time by the libraries real tools write
+them with (python-docx, python-pptx, openpyxl, odfpy, ebooklib, the email package, Pillow), one fact in each: the
+tests' files (tests/providers/test_document_formats.py...) and `make bench`'s. Also the hostile ones: a zip bomb
+docx, entity declarations, truncated and fake archives, an encrypted PDF, a 144-megapixel image header, a sheet
+past the row limit."""
 
 from __future__ import annotations
 
