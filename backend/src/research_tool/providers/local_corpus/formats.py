@@ -14,20 +14,19 @@ saying so; a file whose format needs a missing extra raises MissingExtraError na
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from research_tool.core.extras import DOCUMENTS_MODULES, OCR_MODULES, install_hint, module_installed
 from research_tool.providers.local_corpus import documents as base
 from research_tool.providers.local_corpus import ebooks, mail, ocr, office, sheets
 from research_tool.providers.local_corpus.documents import CorpusDocument, DocumentParseError, MissingExtraError
 
 Read = Callable[[Path, bytes], tuple[list[CorpusDocument], str | None]]
 
-_DOCUMENTS_MODULES = ("docx", "pptx", "openpyxl", "striprtf", "defusedxml")
-_MODULES_OF_EXTRA = {office.DOCUMENTS_EXTRA: _DOCUMENTS_MODULES, ocr.OCR_EXTRA: ("rapidocr_onnxruntime", "PIL")}
+_MODULES_OF_EXTRA = {office.DOCUMENTS_EXTRA: DOCUMENTS_MODULES, ocr.OCR_EXTRA: OCR_MODULES}
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMATS)
 
 
 def missing_extra(extra: str) -> bool:
-    return any(importlib.util.find_spec(module) is None for module in _MODULES_OF_EXTRA.get(extra, ()))
+    return not all(module_installed(module) for module in _MODULES_OF_EXTRA.get(extra, ()))
 
 
 def is_supported(path: Path) -> bool:
@@ -113,9 +112,7 @@ def read_file(path: Path, data: bytes) -> tuple[list[CorpusDocument], str | None
     if found is None:
         raise DocumentParseError(f"unsupported file type: {path.name}")
     if found.extra and missing_extra(found.extra):
-        raise MissingExtraError(
-            f"needs the `{found.extra}` extra: pip install 'research-tool[{found.extra}]'", extra=found.extra
-        )
+        raise MissingExtraError(f"needs the `{found.extra}` extra: {install_hint(found.extra)}", extra=found.extra)
     return found.read(path, data)
 
 

@@ -20,6 +20,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from research_tool.core.extras import OCR_MODULES, install_hint, module_installed
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import get_settings
 from research_tool.providers.local_corpus.documents import (
@@ -44,12 +45,9 @@ _engine_lock = threading.Lock()
 
 def unavailable_reason() -> str | None:
     """Why OCR cannot run here (its extra is missing), or None."""
-    import importlib.util
-
-    for module in ("rapidocr_onnxruntime", "PIL", "numpy"):
-        if importlib.util.find_spec(module) is None:
-            return f"needs the `{OCR_EXTRA}` extra: pip install 'research-tool[{OCR_EXTRA}]'"
-    return None
+    if all(module_installed(module) for module in OCR_MODULES):
+        return None
+    return f"needs the `{OCR_EXTRA}` extra: {install_hint(OCR_EXTRA)}"
 
 
 def _need() -> None:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from research_tool.core.extras import install_hint
 from research_tool.providers.local_corpus.archives import open_zip, read_member
 from research_tool.providers.local_corpus.documents import (
     CorpusDocument,
@@ -40,8 +41,7 @@ def need(module: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(
-            f"needs the `{DOCUMENTS_EXTRA}` extra: pip install 'research-tool[{DOCUMENTS_EXTRA}]'",
-            extra=DOCUMENTS_EXTRA,
+            f"needs the `{DOCUMENTS_EXTRA}` extra: {install_hint(DOCUMENTS_EXTRA)}", extra=DOCUMENTS_EXTRA
         ) from exc
 
 
