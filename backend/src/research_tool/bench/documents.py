@@ -44,7 +44,7 @@ def _write_folder(folder: Path, copies: int) -> int:
         for suffix, write in writers.items():
             path = folder / f"copy{n:03d}" / f"file.{suffix}"
             path.parent.mkdir(exist_ok=True)
-            write(path)  # type: ignore[operator]
+            write(path)
     return copies * len(writers)
 
 
