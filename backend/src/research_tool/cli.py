@@ -295,13 +295,16 @@ def build_parser() -> OneLineParser:
         "extra docx, pptx, xlsx, odt, ods, epub, rtf; with the `ocr` extra images and scanned PDF pages",
     )
     index.add_argument(
-        "--list", action="store_true", help="list the indexed folders (the local provider's folders) and stop"
+        "--list",
+        action="store_true",
+        help="list the indexed folders (the local provider's folders) and stop (default: index FOLDER)",
     )
     index.add_argument(
         "--remove",
         type=Path,
         metavar="DIR",
-        help="drop this folder from the index and from the local provider's folders (its files are untouched)",
+        help="drop this folder from the index and from the local provider's folders; its files are untouched "
+        "(default: none)",
     )
     index.add_argument(
         "--semantic",

@@ -2,8 +2,9 @@
 recognition models, shipped inside the `rapidocr-onnxruntime` wheel) on onnxruntime, on the CPU, offline. The
 `ocr` extra; nothing is downloaded at run time.
 
-- One page at a time: one engine per process, behind a lock, run in the index's own worker threads (never on
-  the event loop; onnxruntime releases the GIL while it computes), so a server keeps answering while it reads.
+- One page at a time, in a worker process (ocr_worker.py, started on the first page and kept; at the CPU
+  workers' lower priority), called from the index's own threads (never from the event loop): the models and
+  their memory (about 700 MB) stay out of the server's process, which keeps answering while a folder is read.
 - Bounded: an image is measured from its header before it is decoded, and one over MAX_PIXELS (a 144-megapixel
   photo) is refused; pages are shrunk to MAX_SIDE pixels on their longer side before recognition.
 - Cached: the text of each image is kept by the SHA-256 of its bytes in `<data dir>/ocr_cache.db`, so a file
@@ -12,9 +13,15 @@ recognition models, shipped inside the `rapidocr-onnxruntime` wheel) on onnxrunt
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import io
+import json
 import sqlite3
+import struct
+import subprocess
+import sys
 import threading
 from contextlib import closing
 from pathlib import Path
@@ -36,11 +43,12 @@ OCR_EXTRA = "ocr"
 MAX_PIXELS = 40_000_000
 MAX_SIDE = 2000
 DET_SIDE = 960
-MAX_PDF_OCR_PAGES = 200
 CACHE_FILE = "ocr_cache.db"
 
-_engine: Any = None
 _engine_lock = threading.Lock()
+_worker: subprocess.Popen[bytes] | None = None
+WORKER_MODULE = "research_tool.providers.local_corpus.ocr_worker"
+WORKER_START_S = 60.0  # the models load in 1-2 s; this is for a machine under heavy load
 
 
 def unavailable_reason() -> str | None:
@@ -56,28 +64,83 @@ def _need() -> None:
         raise MissingExtraError(reason, extra=OCR_EXTRA)
 
 
-def _get_engine() -> Any:
-    global _engine
-    if _engine is None:
-        import logging
+def _start_worker() -> subprocess.Popen[bytes]:
+    """The OCR worker process (ocr_worker.py), started once and kept: the models load once, the index's process
+    never holds them (about 700 MB) nor spends its own CPU on them, and the worker runs at the CPU workers'
+    lower priority (RESEARCH_CPU_WORKER_NICENESS), so a server keeps answering while a folder is read."""
+    global _worker
+    if _worker is not None and _worker.poll() is None:
+        return _worker
+    worker = subprocess.Popen(
+        [sys.executable, "-m", WORKER_MODULE, str(DET_SIDE), str(MAX_SIDE), str(get_settings().cpu_worker_niceness)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert worker.stdout is not None
+    ready = _answer(worker)
+    if not ready.get("ready"):
+        worker.kill()
+        raise DocumentParseError(f"the OCR worker did not start: {ready.get('error', 'no answer')}")
+    _worker = worker
+    atexit.register(stop_worker)
+    return worker
 
-        from rapidocr_onnxruntime import RapidOCR
 
-        logging.getLogger("RapidOCR").setLevel(logging.ERROR)
-        # detection on the page shrunk to DET_SIDE on its longer side (RapidOCR's default enlarges it to 736 on
-        # its shorter one): an A4 page at 150 dpi took 4.7 CPU-s, now 3.3 (docs/documents.md); lines are still
-        # recognised from the page at up to MAX_SIDE
-        _engine = RapidOCR(
-            max_side_len=MAX_SIDE, det_limit_type="max", det_limit_side_len=DET_SIDE, print_verbose=False
-        )
-    return _engine
+def _answer(worker: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert worker.stdout is not None
+    line = worker.stdout.readline()
+    try:
+        answer = json.loads(line) if line else {"error": "the OCR worker exited"}
+    except ValueError:
+        answer = {"error": "the OCR worker wrote something else than JSON"}
+    return answer if isinstance(answer, dict) else {"error": "bad answer"}
+
+
+def stop_worker() -> None:
+    """End the worker (at exit, or to free its memory)."""
+    global _worker
+    worker, _worker = _worker, None
+    if worker is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        assert worker.stdin is not None
+        worker.stdin.write(HEADER_END)
+        worker.stdin.close()
+    try:
+        worker.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+
+
+HEADER_END = b"\0" * 8
 
 
 def warm_up() -> None:
-    """Load the models now (a server or a benchmark that wants the first page to cost only its own time)."""
+    """Start the worker and load the models now (a benchmark that wants a page to cost only its own time)."""
     _need()
     with _engine_lock:
-        _get_engine()
+        _start_worker()
+
+
+def _recognise_lines(width: int, height: int, rgb: bytes) -> list[str]:
+    """One page through the worker (one at a time in this process)."""
+    with _engine_lock:
+        worker = _start_worker()
+        assert worker.stdin is not None
+        try:
+            worker.stdin.write(struct.pack(">II", width, height) + rgb)
+            worker.stdin.flush()
+        except OSError as exc:
+            stop_worker()
+            raise DocumentParseError(f"the OCR worker stopped: {exc}") from exc
+        answer = _answer(worker)
+        if "error" in answer:
+            if worker.poll() is not None:
+                stop_worker()
+            raise DocumentParseError(f"OCR failed: {answer['error']}")
+    return [str(line) for line in answer.get("lines", [])]
 
 
 # --- the cache ----------------------------------------------------------------------------------
@@ -133,18 +196,11 @@ def lines_to_text(lines: list[str]) -> str:
 
 
 def _recognise(image: Any) -> str:
-    """Text of a decoded PIL image (one at a time in this process)."""
-    import numpy as np
-
+    """Text of a decoded PIL image."""
     image = image.convert("RGB")
     if max(image.size) > MAX_SIDE:
         image.thumbnail((MAX_SIDE, MAX_SIDE))
-    array = np.asarray(image)[:, :, ::-1]  # RapidOCR takes OpenCV's BGR order
-    with _engine_lock:
-        result, _elapsed = _get_engine()(array, use_cls=False)
-    if not result:
-        return ""
-    return lines_to_text([str(item[1]) for item in result])
+    return lines_to_text(_recognise_lines(image.width, image.height, image.tobytes()))
 
 
 def _checked_size(width: int, height: int, name: str) -> None:
