@@ -56,3 +56,42 @@ def test_an_image_of_144_megapixels_is_refused_from_its_header(tmp_path: Path) -
     files.huge_png_header(path)
     with pytest.raises(DocumentLimitError, match="144 MP"):
         read_file(path, path.read_bytes())
+
+
+async def test_the_event_loop_keeps_answering_while_a_page_is_read(tmp_path: Path) -> None:
+    """OCR runs in a worker process, called from the index's threads: a server's loop is never held by it."""
+    import asyncio
+    import time
+
+    from research_tool.providers.local_corpus.index import CorpusIndex
+
+    folder = tmp_path / "scans"
+    folder.mkdir()
+    files.write_png(folder / "notice.png")
+    ocr.stop_worker()  # the page below pays for starting the worker and loading the models too
+    lags: list[float] = []
+    done = asyncio.Event()
+
+    async def tick() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            await asyncio.sleep(0.01)
+            lags.append(time.monotonic() - started - 0.01)
+
+    ticker = asyncio.create_task(tick())
+    stats = await CorpusIndex(tmp_path / "index.db").index_folder(folder)
+    done.set()
+    await ticker
+    assert stats.files_added == 1 and stats.kinds == {"image": 1}
+    assert len(lags) > 10 and max(lags) < 0.5, max(lags)
+
+
+def test_a_worker_that_died_is_started_again(tmp_path: Path) -> None:
+    path = tmp_path / "notice.png"
+    files.write_png(path)
+    ocr.warm_up()
+    assert ocr._worker is not None
+    ocr._worker.kill()
+    ocr._worker.wait()
+    text = ocr._recognise(files.notice_image(["The Ashby pool reopens on 14 June."]))
+    assert "Ashby pool" in text
