@@ -117,6 +117,10 @@ def stop_worker() -> None:
 HEADER_END = b"\0" * 8
 
 
+def worker_pid() -> int | None:
+    return _worker.pid if _worker is not None and _worker.poll() is None else None
+
+
 def warm_up() -> None:
     """Start the worker and load the models now (a benchmark that wants a page to cost only its own time)."""
     _need()

@@ -24,9 +24,17 @@ def _engine(det_side: int, max_side: int) -> Any:
     from rapidocr_onnxruntime import RapidOCR
 
     logging.getLogger("RapidOCR").setLevel(logging.ERROR)
-    # detection on the page shrunk to det_side on its longer side (RapidOCR's default enlarges it to 736 on
-    # its shorter one): an A4 page at 150 dpi took 4.7 CPU-s, now 3.3 (docs/documents.md)
-    return RapidOCR(max_side_len=max_side, det_limit_type="max", det_limit_side_len=det_side, print_verbose=False)
+    # Detection on the page shrunk to det_side on its longer side (RapidOCR's default enlarges it to 736 on
+    # its shorter one), and one onnxruntime thread: an A4 page of 12 lines at 150 dpi took 7.1 CPU-s with the
+    # defaults, 4.4 with det_side 960 and two threads, 2.8 with one (docs/documents.md); the other core stays free.
+    return RapidOCR(
+        max_side_len=max_side,
+        det_limit_type="max",
+        det_limit_side_len=det_side,
+        intra_op_num_threads=1,
+        inter_op_num_threads=1,
+        print_verbose=False,
+    )
 
 
 def _read_exactly(stream: Any, size: int) -> bytes:
