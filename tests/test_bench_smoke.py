@@ -47,6 +47,7 @@ EXPECTED_FIGURES = {
     "local_index": ["index time", "query latency top-10 p50", "query latency top-10 p95"],
     "splitter": ["split 10 KB", "split 100 KB", "seconds per MB at the largest size"],
     "answer_reader": ["lexical ranker alone", "with the answer reader"],
+    "documents": ["indexing speed, 9 kinds mixed", "index again, unchanged"],
     "model_hang": ["session wall time", "provider calls (search done)", "degraded_mode", "model fallbacks"],
     "storage": [
         "checkpoint bytes per completed session",

@@ -46,7 +46,6 @@ BENCHMARKS = (
     "rate_limits",
     "resume",
     "local_index",
-    "documents",
     "splitter",
     "model_hang",
     "storage",
@@ -55,6 +54,7 @@ BENCHMARKS = (
     "langgraph",
     "tracing",
     "answer_reader",
+    "documents",
 )
 
 
@@ -84,6 +84,7 @@ class Sizes:
     tracing_sessions: int = 8
     tracing_rounds: int = 3
     document_copies: int = 20  # of each of 9 kinds
+    document_ocr_pages: int = 3
 
 
 QUICK = Sizes(
@@ -109,6 +110,7 @@ QUICK = Sizes(
     tracing_sessions=2,
     tracing_rounds=1,
     document_copies=2,
+    document_ocr_pages=1,
 )
 
 
@@ -133,7 +135,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             workdir, sessions=sizes.resume_sessions, max_iterations=sizes.resume_max_iterations
         ),
         "local_index": lambda: run_local_index(sizes.scifact_dir),
-        "documents": lambda: run_documents(sizes.document_copies),
+        "documents": lambda: run_documents(sizes.document_copies, sizes.document_ocr_pages),
         "splitter": lambda: run_splitter(sizes.splitter_sizes),
         "answer_reader": run_answer_reader,
         "model_hang": lambda: run_model_hang(workdir, time_limit_s=sizes.model_hang_limit_s),
