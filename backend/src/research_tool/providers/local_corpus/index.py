@@ -480,16 +480,11 @@ class CorpusIndex:
 
     def remove_folder_sync(self, path: Path | str) -> int:
         root = str(Path(path).expanduser().resolve())
-        low, high = _prefix_bounds(root)
         with self._write_lock, closing(self._connect()) as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                # the folder's collection stays, empty (a collection id is never reused: vectors may be keyed by it)
                 removed = sum(self._delete_file(conn, row.path) for row in self._known_files(conn, Path(root)))
-                for cid, croot in conn.execute("SELECT id, root FROM collections").fetchall():
-                    inside = croot == root or low <= croot < high
-                    if inside and not conn.execute("SELECT 1 FROM docs WHERE collection = ?", (cid,)).fetchone():
-                        conn.execute(f"DROP TABLE IF EXISTS {_fts_table(int(cid))}")
-                        conn.execute("DELETE FROM collections WHERE id = ?", (cid,))
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
