@@ -1,4 +1,6 @@
-"""Reading local documents out of files: md, txt, html, pdf, and .jsonl (one document a line).
+"""Reading local documents out of files: md, txt, html, pdf, and .jsonl (one document a line); the document type,
+the errors a reader raises (each with the reason `index` names it by) and the readers' shared pieces. The other
+formats (office files, sheets, e-books, mail, OCR) have modules of their own; formats.py maps suffixes to them.
 
 Each reader turns a file's bytes into `CorpusDocument`s (title, text, and for jsonl lines their id
 and own url). Readers are pure functions of the bytes, so the index can hash a file, skip it when
@@ -521,28 +523,10 @@ def read_jsonl(path: Path, data: bytes) -> list[CorpusDocument]:
 
 # --- dispatch -----------------------------------------------------------------------------------
 
-Reader = Callable[[Path, bytes], list[CorpusDocument]]
-
-READERS: dict[str, Reader] = {
-    ".md": read_markdown,
-    ".markdown": read_markdown,
-    ".txt": read_txt,
-    ".html": read_html,
-    ".htm": read_html,
-    ".pdf": read_pdf,
-    ".jsonl": read_jsonl,
-}
-
-SUPPORTED_SUFFIXES: frozenset[str] = frozenset(READERS)
-
-
-def is_supported(path: Path) -> bool:
-    return path.suffix.lower() in READERS
-
 
 def read_documents(path: Path, data: bytes) -> list[CorpusDocument]:
-    """Parse one file's bytes into its documents; raises DocumentParseError when it cannot."""
-    reader = READERS.get(path.suffix.lower())
-    if reader is None:
-        raise DocumentParseError(f"unsupported file type: {path.name}")
-    return reader(path, data)
+    """Parse one file's bytes into its documents, whatever its format (formats.py's table); raises
+    DocumentParseError when it cannot."""
+    from research_tool.providers.local_corpus.formats import read_documents as read_any
+
+    return read_any(path, data)
