@@ -83,6 +83,7 @@ async def test_the_event_loop_keeps_answering_while_a_page_is_read(tmp_path: Pat
     done.set()
     await ticker
     assert stats.files_added == 1 and stats.kinds == {"image": 1}
+    assert ocr.worker_pid() is None  # the folder is done: the models' memory is given back
     assert len(lags) > 10 and max(lags) < 0.5, max(lags)
 
 

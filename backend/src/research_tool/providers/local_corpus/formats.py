@@ -116,5 +116,10 @@ def read_file(path: Path, data: bytes) -> tuple[list[CorpusDocument], str | None
     return found.read(path, data)
 
 
+def release_workers() -> None:
+    """Free what a reader kept between files (the OCR worker process and its models): a folder is done."""
+    ocr.release_worker()
+
+
 def read_documents(path: Path, data: bytes) -> list[CorpusDocument]:
     return read_file(path, data)[0]

@@ -53,7 +53,7 @@ from research_tool.providers.local_corpus.documents import (
     read_bytes_inside,
     resolves_inside,
 )
-from research_tool.providers.local_corpus.formats import is_supported, kind_of, read_file
+from research_tool.providers.local_corpus.formats import is_supported, kind_of, read_file, release_workers
 from research_tool.providers.local_corpus.index_pool import Cancel, run_in_index_pool
 
 log = get_logger(__name__)
@@ -470,6 +470,7 @@ class CorpusIndex:
                 table = _fts_table(collection)
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
             stats.docs_total = self._count_docs(conn, [str(root)])
+        release_workers()
         stats.duration_s = round(time.perf_counter() - started, 4)
         log.info("local_index_updated", root=str(root), **stats.as_dict())
         return stats

@@ -117,6 +117,15 @@ def stop_worker() -> None:
 HEADER_END = b"\0" * 8
 
 
+def release_worker() -> None:
+    """End the worker once no page is being read (the index calls it when a folder is done: a server does not
+    keep the models' memory between folders; a later scan starts a worker again, 1-2 s)."""
+    if _worker is None:
+        return
+    with _engine_lock:
+        stop_worker()
+
+
 def worker_pid() -> int | None:
     return _worker.pid if _worker is not None and _worker.poll() is None else None
 
