@@ -3,8 +3,8 @@ recognition models, shipped inside the `rapidocr-onnxruntime` wheel) on onnxrunt
 `ocr` extra; nothing is downloaded at run time.
 
 - One page at a time, in a worker process (ocr_worker.py, started on the first page, ended when the folder is
-  done; at the CPU workers' lower priority), called from the index's own threads (never from the event loop): the models and
-  their memory (about 700 MB) stay out of the server's process, which keeps answering while a folder is read.
+  done; at the CPU workers' lower priority), called from the index's own threads (never from the event loop):
+  the models and their memory (about 700 MB) stay out of the server's process, which keeps answering.
 - Bounded: an image is measured from its header before it is decoded, and one over MAX_PIXELS (a 144-megapixel
   photo) is refused; pages are shrunk to MAX_SIDE pixels on their longer side before recognition.
 - Cached: the text of each image is kept by the SHA-256 of its bytes in `<data dir>/ocr_cache.db`, so a file
