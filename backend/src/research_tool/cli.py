@@ -288,7 +288,25 @@ def build_parser() -> OneLineParser:
         "index a folder of documents for the local provider (again: only changed files are read)",
         "research-tool index ~/docs",
     )
-    index.add_argument("folder", type=Path, help="the folder: md, txt, html, pdf and jsonl files, subfolders included")
+    index.add_argument(
+        "folder",
+        type=Path,
+        nargs="?",
+        help="the folder, subfolders included: md, txt, html, pdf, jsonl, csv, tsv, eml, mbox; with the `documents` "
+        "extra docx, pptx, xlsx, odt, ods, epub, rtf; with the `ocr` extra images and scanned PDF pages",
+    )
+    index.add_argument(
+        "--list",
+        action="store_true",
+        help="list the indexed folders (the local provider's folders) and stop (default: index FOLDER)",
+    )
+    index.add_argument(
+        "--remove",
+        type=Path,
+        metavar="DIR",
+        help="drop this folder from the index and from the local provider's folders; its files are untouched "
+        "(default: none)",
+    )
     index.add_argument(
         "--semantic",
         action="store_true",
@@ -952,6 +970,12 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.providers.local_corpus.hybrid import HybridIndex, open_corpus_index
     from research_tool.providers.local_corpus.indexed_folders import remember_folder
 
+    if args.list or args.remove is not None:
+        if args.folder is not None or (args.list and args.remove is not None):
+            raise CliError("give one of: a FOLDER to index, --list, or --remove DIR")
+        return await (index_list(settings) if args.list else index_remove(args.remove, settings))
+    if args.folder is None:
+        raise CliError("give a FOLDER to index (or --list, or --remove DIR)")
     refuse_files([args.folder])
     if not args.folder.is_dir():
         raise CliError(f"folder not found: {args.folder}")
@@ -962,14 +986,29 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(f"semantic indexing is not available: {reason}")
     index = open_corpus_index(settings.db_path("local_index.db"), semantic=semantic)
     try:
-        if isinstance(index, HybridIndex) and stderr.is_terminal:
-            from rich.progress import Progress
+        if stderr.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            with Progress(console=stderr, transient=True) as bar:
-                task = bar.add_task("embedding new and changed documents", total=None)
-                stats = await index.index_folder(
-                    folder, progress=lambda done, total: bar.update(task, completed=done, total=total)
-                )
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+            # transient, and shown only once the folder has taken a few seconds (OCR is slow)
+            with Progress(*columns, console=stderr, transient=True, auto_refresh=False) as bar:
+                files = bar.add_task("reading files", total=None)
+                vectors = bar.add_task("embedding new and changed documents", total=None, visible=False)
+                started = time.monotonic()
+
+                def file_done(done: int, total: int) -> None:
+                    bar.update(files, completed=done, total=total)
+                    if time.monotonic() - started >= PROGRESS_AFTER_S:
+                        bar.refresh()
+
+                def embedded(done: int, total: int) -> None:
+                    bar.update(vectors, completed=done, total=total, visible=True)
+                    bar.refresh()
+
+                if isinstance(index, HybridIndex):
+                    stats = await index.index_folder(folder, progress=embedded, file_progress=file_done)
+                else:
+                    stats = await index.index_folder(folder, file_progress=file_done)
         else:
             stats = await index.index_folder(folder)
     except EncoderUnavailableError as exc:
@@ -977,12 +1016,70 @@ async def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     if isinstance(index, HybridIndex) and index.last_embed_error:
         raise CliError(f"indexed without vectors: {index.last_embed_error}")
     remember_folder(settings.data_dir, folder)
-    stderr.print(Text(index_summary(folder, stats.as_dict())))
+    for line in skipped_lines(folder, stats.skipped, stats.cut):
+        stderr.print(Text(line))
+    summary = index_summary(folder, stats.as_dict(), stats.kinds)
+    stderr.print(Text(summary))
     return EXIT_OK
 
 
-def index_summary(folder: Path, stats: dict[str, float]) -> str:
-    """`Indexed /docs: 2788 documents (12 new, 1 changed, 0 removed; 3 files failed) in 0.4 s.`"""
+PROGRESS_AFTER_S = 2.0
+MAX_UNSUPPORTED_NAMED = 20
+
+
+def skipped_lines(folder: Path, skipped: Sequence[tuple[str, str]], cut: Sequence[tuple[str, str]]) -> list[str]:
+    """One line for each file `index` left out or cut, with its reason, paths relative to the folder; files of
+    a type it does not read are named up to MAX_UNSUPPORTED_NAMED, then counted."""
+
+    def shown(path: str) -> str:
+        try:
+            return str(Path(path).relative_to(folder))
+        except ValueError:
+            return path
+
+    lines = []
+    unsupported = [path for path, reason in skipped if reason == "unsupported"]
+    for path, reason in skipped:
+        if reason != "unsupported":
+            lines.append(f"Skipped {shown(path)}: {reason}")
+    for path in unsupported[:MAX_UNSUPPORTED_NAMED]:
+        lines.append(f"Skipped {shown(path)}: unsupported file type")
+    if len(unsupported) > MAX_UNSUPPORTED_NAMED:
+        lines.append(f"Skipped {len(unsupported) - MAX_UNSUPPORTED_NAMED} more files of unsupported types")
+    for path, reason in cut:
+        lines.append(f"Cut {shown(path)}: {reason}")
+    return lines
+
+
+async def index_list(settings: Settings) -> int:
+    from research_tool.providers.local_corpus.indexed_folders import remembered_folders
+
+    folders = remembered_folders(settings.data_dir)
+    if not folders:
+        stderr.print(Text("No folder is indexed: index one with `research-tool index DIR`."))
+        return EXIT_OK
+    for folder, exists in folders:
+        sys.stdout.write(f"{folder}\n" if exists else f"{folder}  (missing)\n")
+    return EXIT_OK
+
+
+async def index_remove(folder: Path, settings: Settings) -> int:
+    from research_tool.providers.local_corpus.index import CorpusIndex
+    from research_tool.providers.local_corpus.indexed_folders import forget_folder
+
+    target = await asyncio.to_thread(lambda: folder.expanduser().resolve())
+    forgotten = forget_folder(settings.data_dir, target)
+    removed = await CorpusIndex(settings.db_path("local_index.db")).remove_folder(target)
+    if not forgotten and not removed:
+        raise CliError(f"not an indexed folder: {folder} (see `research-tool index --list`)")
+    noun = "document" if removed == 1 else "documents"
+    stderr.print(Text(f"Removed {target} from the index: {removed} {noun}; later answers no longer search it."))
+    return EXIT_OK
+
+
+def index_summary(folder: Path, stats: dict[str, float], kinds: dict[str, int] | None = None) -> str:
+    """`Indexed /docs: 2788 documents (12 new, 1 changed, 0 removed; 3 files failed) from 40 files (38 pdf,
+    2 docx) in 0.4 s.`"""
 
     def count(n: float, word: str) -> str:
         return f"{int(n)} {word}{'' if int(n) == 1 else 's'}"
@@ -999,7 +1096,11 @@ def index_summary(folder: Path, stats: dict[str, float]) -> str:
     ]
     detail = ", ".join(changes) + ("; " + ", ".join(trouble) if trouble else "")
     total = count(stats.get("docs_total", 0), "document")
-    return f"Indexed {folder}: {total} ({detail}) in {float(stats.get('duration_s', 0)):.1f} s."
+    files = ""
+    if kinds:
+        by_kind = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
+        files = f" from {count(sum(kinds.values()), 'file')} ({by_kind})"
+    return f"Indexed {folder}: {total} ({detail}){files} in {float(stats.get('duration_s', 0)):.1f} s."
 
 
 def local_folders_row(provider: SearchProvider) -> dict[str, list[str]]:

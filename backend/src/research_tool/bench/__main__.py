@@ -5,6 +5,7 @@ data dir (`<RESEARCH_DATA_DIR>/bench/results-<timestamp>.json`).
     python -m research_tool.bench --only scale         # 100 x 0.1 s, 300 x 1.0 s, 1,000 x 1.0 s (~12 min)
     python -m research_tool.bench --only scale --sizes 100,300 --delays 0.1,1.0   # every size at every delay
     python -m research_tool.bench --quick              # every benchmark at its smallest size
+    python -m research_tool.bench --only documents     # office files, sheets, e-books, mail, OCR (~1 min)
     python -m research_tool.bench --only cluster       # API node + 1/2/4 workers on Postgres (~6 min; skipped
                                                        # with the reason when Postgres is not reachable)
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from research_tool.bench.answer_reader import run_answer_reader
 from research_tool.bench.cluster import QUICK_CLUSTER, ClusterSizes, run_cluster
+from research_tool.bench.documents import run_documents
 from research_tool.bench.langgraph_protocol import run_langgraph
 from research_tool.bench.local_index import run_local_index
 from research_tool.bench.model_hang import run_model_hang
@@ -52,6 +54,7 @@ BENCHMARKS = (
     "langgraph",
     "tracing",
     "answer_reader",
+    "documents",
 )
 
 
@@ -80,6 +83,8 @@ class Sizes:
     langgraph_streams: int = 100
     tracing_sessions: int = 8
     tracing_rounds: int = 3
+    document_copies: int = 20  # of each of 9 kinds
+    document_ocr_pages: int = 3
 
 
 QUICK = Sizes(
@@ -104,6 +109,8 @@ QUICK = Sizes(
     langgraph_streams=5,
     tracing_sessions=2,
     tracing_rounds=1,
+    document_copies=2,
+    document_ocr_pages=1,
 )
 
 
@@ -128,6 +135,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
             workdir, sessions=sizes.resume_sessions, max_iterations=sizes.resume_max_iterations
         ),
         "local_index": lambda: run_local_index(sizes.scifact_dir),
+        "documents": lambda: run_documents(sizes.document_copies, sizes.document_ocr_pages),
         "splitter": lambda: run_splitter(sizes.splitter_sizes),
         "answer_reader": run_answer_reader,
         "model_hang": lambda: run_model_hang(workdir, time_limit_s=sizes.model_hang_limit_s),

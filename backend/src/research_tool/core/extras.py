@@ -48,6 +48,10 @@ def require_llm_extra(provider: str, spec: str) -> None:
         require_extra(module, "llm", f"RESEARCH_LLM={spec}")
 
 
+# the local index's readers (providers/local_corpus/formats.py; docs/documents.md)
+DOCUMENTS_MODULES = ("docx", "pptx", "openpyxl", "striprtf", "defusedxml")
+OCR_MODULES = ("rapidocr_onnxruntime", "PIL", "numpy")
+
 POSTGRES_MODULES = ("psycopg", "psycopg_pool", "langgraph.checkpoint.postgres")
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.entities import clean_title
-from research_tool.engines.text.facts import clean_statement, is_declarative
+from research_tool.engines.text.facts import clean_statement, is_declarative, is_table_row
 from research_tool.engines.text.instructions import is_instruction_like
 from research_tool.engines.text.sentences import split_sentences
 from research_tool.engines.text.tokens import content_stems, stem_set
@@ -22,8 +22,6 @@ MAX_BEFORE_CHARS = (
 )
 
 _HEADING_RE = re.compile(r"^#{1,6}\s")  # a markdown heading (and an html one, written so): never a statement
-# a table row as the document readers write it (documents.row_sentence): "Label: Header value; Header value."
-_TABLE_ROW_RE = re.compile(r"^[^:;\n]{1,100}: (?:[^;\n]+; )+[^;\n]+\.$|^[^:;\n]{1,100}: [^;\n]*\d[^;\n]*\.$")
 _PRONOUN_RE = re.compile(r"^(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 # "this notion", "these proteins", "such funding" (not "such as"): the sentence refers back to the one before
 _DEMONSTRATIVE_RE = re.compile(r"^(?:this|these|such)\b|\b(?:this|these)\s+[a-z]|\bsuch\s+(?!as\b)[a-z]", re.IGNORECASE)
@@ -131,7 +129,7 @@ def _is_statement(text: str) -> bool:
     what follows (a line ending in ":" states nothing yet, however long)."""
     if _HEADING_RE.match(text) or text.rstrip().endswith(":"):
         return False
-    if _TABLE_ROW_RE.match(" ".join(text.split())):
+    if is_table_row(text):
         return True  # a table row read as a sentence ("Adult: Price £9.50."): short, but it states a value
     return is_declarative(text) and not is_instruction_like(text)
 

@@ -98,6 +98,16 @@ def clean_statement(quote: str) -> str:
     return re.sub(r"\s+([,.;:!?])", r"\1", text)
 
 
+# a table row as the document readers write it (documents.row_sentence): "Label: Header value; Header value."
+_TABLE_ROW_RE = re.compile(r"^[^:;\n]{1,100}: (?:[^;\n]+; )+[^;\n]+\.$|^[^:;\n]{1,100}: [^;\n]*\d[^;\n]*\.$")
+
+
+def is_table_row(text: str) -> bool:
+    """A table or sheet row read as a sentence ("Junior: Annual fee £60; Monthly fee £5."): short and mostly
+    names, but it states the values of its row."""
+    return bool(_TABLE_ROW_RE.match(" ".join(text.split())))
+
+
 def is_declarative(text: str) -> bool:
     """A sentence that states something: long enough, mostly words, not a question, heading or boilerplate."""
     statement = clean_statement(text)
@@ -182,7 +192,7 @@ def score_sentences(question: str, source: SourceResult) -> list[ScoredSentence]
     title = clean_statement(source.title).rstrip(".").casefold()
     sentences = split_sentences(source.text())
     for sentence in sentences:
-        if not is_declarative(sentence.text) or is_instruction_like(sentence.text):
+        if not (is_declarative(sentence.text) or is_table_row(sentence.text)) or is_instruction_like(sentence.text):
             continue  # questions, fragments, and words addressed to an assistant state no fact
         statement = clean_statement(sentence.text)
         if statement.rstrip(".").casefold() == title and len(sentences) > 1:

@@ -1,4 +1,6 @@
-"""Reading local documents out of files: md, txt, html, pdf, and .jsonl (one document a line).
+"""Reading local documents out of files: md, txt, html, pdf, and .jsonl (one document a line); the document type,
+the errors a reader raises (each with the reason `index` names it by) and the readers' shared pieces. The other
+formats (office files, sheets, e-books, mail, OCR) have modules of their own; formats.py maps suffixes to them.
 
 Each reader turns a file's bytes into `CorpusDocument`s (title, text, and for jsonl lines their id
 and own url). Readers are pure functions of the bytes, so the index can hash a file, skip it when
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 from research_tool.core.errors import ResearchToolError
 from research_tool.core.logging import get_logger
@@ -28,9 +31,37 @@ MAX_TITLE_CHARS = 200
 
 
 class DocumentParseError(ResearchToolError):
-    """A file could not be read as a document (broken pdf, undecodable bytes...)."""
+    """A file could not be read as a document (broken pdf, undecodable bytes...). `reason` is the word
+    `research-tool index` names the skipped file with."""
 
     error_type = "document_parse_error"
+    reason = "corrupt"
+
+
+class EncryptedDocumentError(DocumentParseError):
+    """A password-protected file (an encrypted PDF, an encrypted Office or OpenDocument file)."""
+
+    error_type = "encrypted_document"
+    reason = "encrypted"
+
+
+class DocumentLimitError(DocumentParseError):
+    """A file past one of the documented limits of what is read from one file (docs/documents.md): a zip member
+    or all members together too large once unpacked, XML that declares entities, an image of too many pixels."""
+
+    error_type = "document_limit"
+    reason = "limit hit"
+
+
+class MissingExtraError(DocumentParseError):
+    """A format whose reader needs an optional extra that is not installed."""
+
+    error_type = "missing_extra"
+    reason = "needs an extra"
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 @dataclass(frozen=True)
@@ -56,6 +87,7 @@ class OutsideRootError(DocumentParseError):
     """A file (usually a symlink) whose real path is not under the corpus folder it was found in."""
 
     error_type = "outside_corpus_root"
+    reason = "outside the folder"
 
 
 def resolves_inside(path: Path, root: Path) -> bool:
@@ -72,12 +104,14 @@ class NotRegularFileError(DocumentParseError):
     """A FIFO, socket or device under a corpus folder: never opened for reading (a FIFO would block forever)."""
 
     error_type = "not_a_regular_file"
+    reason = "not a regular file"
 
 
 class FileTooLargeError(DocumentParseError):
     """A file over RESEARCH_CORPUS_MAX_FILE_MB: skipped, so one huge file cannot exhaust memory or time."""
 
     error_type = "file_too_large"
+    reason = "too large"
 
 
 def read_bytes_inside(path: Path, root: Path, *, max_bytes: int | None = None) -> bytes:
@@ -145,6 +179,10 @@ def _text_title(text: str, fallback: str) -> str:
         return fallback
     head = " ".join(words[:12])
     return _clean_title(head + ("…" if len(words) > 12 else ""))
+
+
+clean_title = _clean_title
+first_line_title = _first_line_title
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -394,26 +432,49 @@ def read_html(path: Path, data: bytes) -> list[CorpusDocument]:
 # --- pdf ----------------------------------------------------------------------------------------
 
 
-def read_pdf(path: Path, data: bytes) -> list[CorpusDocument]:
+# OCR of a page without a text layer: (the pypdf page, the file's name) -> its text; raises MissingExtraError
+# when OCR is not installed. Given by the format registry (formats.py) when the `ocr` extra is there.
+ScannedPageReader = Callable[[Any, str], str]
+MAX_SCANNED_PAGES = 200  # pages of one PDF read through OCR; the rest of a longer scan is left out
+
+
+def read_pdf(path: Path, data: bytes, scanned_page: ScannedPageReader | None = None) -> list[CorpusDocument]:
+    """The text layer as one document; pages without one (a scan) read through `scanned_page` (OCR), each its
+    own document `#page-N` titled "<title>, page N", so the citation names the page. A PDF whose password is
+    not empty is `encrypted`; a scan with no OCR installed raises MissingExtraError."""
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns loudly about harmless quirks
     try:
         reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            reader.decrypt("")
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise EncryptedDocumentError(f"{path.name} is a password-protected PDF")
         pages = [page.extract_text() or "" for page in reader.pages]
         meta_title = reader.metadata.title if reader.metadata else None
+    except DocumentParseError:
+        raise
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, NotImplementedError) as exc:
+        if "decrypt" in str(exc).lower() or "password" in str(exc).lower():
+            raise EncryptedDocumentError(f"{path.name} is an encrypted PDF ({exc})") from exc
         raise DocumentParseError(f"cannot read pdf {path.name}: {exc}") from exc
     text = "\n\n".join(page.strip() for page in pages if page.strip())
-    if not text:
-        return []
     title = _clean_title(str(meta_title)) if meta_title and str(meta_title).strip() else ""
     if not title or title.lower() in {"untitled", "microsoft word"} or title.lower().endswith((".doc", ".docx")):
-        title = _first_line_title(text, path.stem)
-    return [CorpusDocument(key="", title=title, text=text)]
+        title = _first_line_title(text, path.stem) if text else path.stem
+    documents = [CorpusDocument(key="", title=title, text=text)] if text else []
+    blank = [number for number, page in enumerate(pages, start=1) if not page.strip()]
+    if blank and scanned_page is not None:
+        for number in blank[:MAX_SCANNED_PAGES]:
+            try:
+                page_text = scanned_page(reader.pages[number - 1], f"{path.name} page {number}")
+            except MissingExtraError:
+                if documents:  # the text layer is kept; the scanned pages wait for the extra
+                    break
+                raise
+            if page_text.strip():
+                documents.append(CorpusDocument(key=f"page-{number}", title=f"{title}, page {number}", text=page_text))
+    return documents
 
 
 # --- jsonl --------------------------------------------------------------------------------------
@@ -462,28 +523,10 @@ def read_jsonl(path: Path, data: bytes) -> list[CorpusDocument]:
 
 # --- dispatch -----------------------------------------------------------------------------------
 
-Reader = Callable[[Path, bytes], list[CorpusDocument]]
-
-READERS: dict[str, Reader] = {
-    ".md": read_markdown,
-    ".markdown": read_markdown,
-    ".txt": read_txt,
-    ".html": read_html,
-    ".htm": read_html,
-    ".pdf": read_pdf,
-    ".jsonl": read_jsonl,
-}
-
-SUPPORTED_SUFFIXES: frozenset[str] = frozenset(READERS)
-
-
-def is_supported(path: Path) -> bool:
-    return path.suffix.lower() in READERS
-
 
 def read_documents(path: Path, data: bytes) -> list[CorpusDocument]:
-    """Parse one file's bytes into its documents; raises DocumentParseError when it cannot."""
-    reader = READERS.get(path.suffix.lower())
-    if reader is None:
-        raise DocumentParseError(f"unsupported file type: {path.name}")
-    return reader(path, data)
+    """Parse one file's bytes into its documents, whatever its format (formats.py's table); raises
+    DocumentParseError when it cannot."""
+    from research_tool.providers.local_corpus.formats import read_documents as read_any
+
+    return read_any(path, data)

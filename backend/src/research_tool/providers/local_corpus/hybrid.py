@@ -41,6 +41,7 @@ from research_tool.providers.local_corpus.index import (
     SNIPPET_TOKENS,
     CorpusHit,
     CorpusIndex,
+    FileProgress,
     IndexStats,
     _folder_key,
     _location,
@@ -137,20 +138,30 @@ class HybridIndex(CorpusIndex):
         return results
 
     def index_folder_sync(
-        self, path: Path | str, *, cancel: Cancel | None = None, progress: Progress | None = None
+        self,
+        path: Path | str,
+        *,
+        cancel: Cancel | None = None,
+        progress: Progress | None = None,
+        file_progress: FileProgress | None = None,
     ) -> IndexStats:
-        stats = super().index_folder_sync(path, cancel=cancel)
+        stats = super().index_folder_sync(path, cancel=cancel, file_progress=file_progress)
         collections = self.collections_to_embed(path)
         if collections:
             for result in self.embed_sync(collections, progress=progress):
                 log.info("local_vectors_updated", root=str(path), **result.as_dict())
         return stats
 
-    async def index_folder(self, path: Path | str, *, progress: Progress | None = None) -> IndexStats:
+    async def index_folder(
+        self, path: Path | str, *, progress: Progress | None = None, file_progress: FileProgress | None = None
+    ) -> IndexStats:
         """FTS5 rows in a thread, then vectors in a worker process (never on the event loop). A failure to
         embed is logged and kept in `last_embed_error`: searches stay BM25 where vectors are missing."""
         folder = _folder_key([path])
-        stats = await run_in_index_pool(folder, lambda cancel: CorpusIndex.index_folder_sync(self, path, cancel=cancel))
+        stats = await run_in_index_pool(
+            folder,
+            lambda cancel: CorpusIndex.index_folder_sync(self, path, cancel=cancel, file_progress=file_progress),
+        )
         collections = await run_in_index_pool(folder, lambda _cancel: self.collections_to_embed(path))
         self.last_embed_error = None
         if collections:

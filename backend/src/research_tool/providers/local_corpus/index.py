@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from stat import S_ISREG
 from urllib.parse import quote
@@ -47,13 +47,13 @@ from research_tool.providers.local_corpus.documents import (
     CorpusDocument,
     DocumentParseError,
     FileTooLargeError,
+    MissingExtraError,
     NotRegularFileError,
     OutsideRootError,
-    is_supported,
     read_bytes_inside,
-    read_documents,
     resolves_inside,
 )
+from research_tool.providers.local_corpus.formats import is_supported, kind_of, read_file, release_workers
 from research_tool.providers.local_corpus.index_pool import Cancel, run_in_index_pool
 
 log = get_logger(__name__)
@@ -122,15 +122,41 @@ class IndexStats:
     docs_removed: int = 0
     docs_total: int = 0  # documents under the folder after indexing
     duration_s: float = 0.0
+    files_unsupported: int = 0  # files of a type the index does not read
+    # what `research-tool index` names: each file left out and why ("encrypted", "corrupt: ...", "unsupported"),
+    # each file cut at a limit (indexed in part), and the files in the index by kind ({"pdf": 3, "docx": 1})
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    cut: list[tuple[str, str]] = field(default_factory=list)
+    kinds: dict[str, int] = field(default_factory=dict)
 
-    def add_skipped(self) -> None:
+    def add_skipped(self, path: str = "", reason: str = "") -> None:
         self.files_skipped += 1
+        if path:
+            self.skipped.append((shown_path(path), reason))
+
+    def add_unsupported(self, path: str) -> None:
+        self.files_unsupported += 1
+        self.skipped.append((shown_path(path), "unsupported"))
+
+    def count_kind(self, path: Path | str) -> None:
+        kind = kind_of(path)
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
     def __add__(self, other: IndexStats) -> IndexStats:
-        return IndexStats(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+        total = IndexStats(**{name: getattr(self, name) + getattr(other, name) for name in _COUNTS})
+        total.skipped = [*self.skipped, *other.skipped]
+        total.cut = [*self.cut, *other.cut]
+        for kinds in (self.kinds, other.kinds):
+            for kind, n in kinds.items():
+                total.kinds[kind] = total.kinds.get(kind, 0) + n
+        return total
 
     def as_dict(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The counts (what logs and `index_summary` take); the lists are attributes of their own."""
+        return {name: getattr(self, name) for name in _COUNTS}
+
+
+_COUNTS = tuple(f.name for f in fields(IndexStats) if f.name not in ("skipped", "cut", "kinds"))
 
 
 @dataclass(frozen=True)
@@ -163,6 +189,23 @@ class _PendingWrites:
     files: int = 0
     docs: int = 0
     total_docs_written: int = 0
+
+
+FileProgress = Callable[[int, int], None]
+
+
+def skip_reason(exc: DocumentParseError, name: str = "") -> str:
+    """How `research-tool index` names a file it left out: the reason word, and the detail when it adds one."""
+    if isinstance(exc, MissingExtraError):
+        return exc.message
+    detail = exc.message.removeprefix(f"{name}: ") if name else exc.message
+    if exc.reason in ("encrypted", "too large") or not detail:
+        return exc.reason
+    return f"{exc.reason}: {detail}"
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"
 
 
 def document_url(path: Path, document: CorpusDocument) -> str:
@@ -244,13 +287,14 @@ def _walk_dirs(root: Path, skip: Callable[[str, str], None]) -> Iterator[tuple[s
 
 
 def _walk_supported(
-    root: Path, skip: Callable[[str, str], None] | None = None
+    root: Path, skip: Callable[[str, str], None] | None = None, unsupported: Callable[[str], None] | None = None
 ) -> Iterator[tuple[Path, os.stat_result]]:
     """Supported files under `root` (a folder or one file), skipping hidden files and folders.
 
     Symlinked folders are not descended into, but symlinked files are listed: one whose real path leaves
     `root` (`ln -s /etc/passwd notes.txt`) is skipped and logged. A file or folder that cannot be indexed
-    (a name that is not UTF-8, a folder that cannot be listed) is named once by `skip` and the walk goes on.
+    (a name that is not UTF-8, a folder that cannot be listed) is named once by `skip` and the walk goes on;
+    a file of a type the index does not read is named by `unsupported`.
     """
     if root.is_file():
         yield root, root.stat()
@@ -273,12 +317,16 @@ def _walk_supported(
                 continue
             path = Path(dirpath) / name
             if not is_supported(path):
+                if unsupported is not None:
+                    unsupported(shown_path(path))
                 continue
             if not _utf8_name(entry.path):
                 skipped(entry.path, "file name is not UTF-8")
                 continue
             if path.is_symlink() and not resolves_inside(path, root):
                 log.warning("local_file_outside_root", file=str(path), root=str(root))
+                if skip is not None:
+                    skip(str(path), "outside the folder")
                 continue
             try:
                 stat = path.stat()
@@ -368,17 +416,23 @@ class CorpusIndex:
 
     # --- indexing --------------------------------------------------------------------------------
 
-    async def index_folder(self, path: Path | str) -> IndexStats:
-        """Bring the index up to date with a folder (or one file): add, update and remove documents."""
-        return await run_in_index_pool(_folder_key([path]), lambda cancel: self.index_folder_sync(path, cancel=cancel))
+    async def index_folder(self, path: Path | str, *, file_progress: FileProgress | None = None) -> IndexStats:
+        """Bring the index up to date with a folder (or one file): add, update and remove documents.
+        `file_progress(done, total)` is called (from the index's thread) after each file."""
+        return await run_in_index_pool(
+            _folder_key([path]),
+            lambda cancel: self.index_folder_sync(path, cancel=cancel, file_progress=file_progress),
+        )
 
-    def index_folder_sync(self, path: Path | str, *, cancel: Cancel | None = None) -> IndexStats:
+    def index_folder_sync(
+        self, path: Path | str, *, cancel: Cancel | None = None, file_progress: FileProgress | None = None
+    ) -> IndexStats:
         root = Path(path).expanduser()
         if not root.exists():
             raise BadInputError(f"corpus folder not found: {root}")
         root = root.resolve()
         if root.is_file() and not is_supported(root):
-            raise BadInputError(f"unsupported corpus file type: {root.name} (md, txt, html, pdf, jsonl)")
+            raise BadInputError(f"unsupported corpus file type: {root.name} (see README's table of formats)")
         started = time.perf_counter()
         stats = IndexStats()
         with self._write_lock, closing(self._connect()) as conn:
@@ -390,12 +444,15 @@ class CorpusIndex:
             try:
                 collection = self._collection_for(conn, str(root))
                 seen: set[str] = set()
-                for file_path, stat in _walk_supported(root, lambda _path, _reason: stats.add_skipped()):
+                found = list(_walk_supported(root, stats.add_skipped, stats.add_unsupported))
+                for done, (file_path, stat) in enumerate(found, start=1):
                     if cancel is not None:
                         cancel.check()  # the caller went away: stop before the next file (committed work stays)
                     key = str(file_path)
                     seen.add(key)
                     self._index_file(conn, root, file_path, stat, known.get(key), stats, pending, collection)
+                    if file_progress is not None:
+                        file_progress(done, len(found))
                     if pending.files >= _COMMIT_EVERY_FILES or pending.docs >= _COMMIT_EVERY_DOCS:
                         conn.execute("COMMIT")
                         conn.execute("BEGIN IMMEDIATE")
@@ -413,9 +470,29 @@ class CorpusIndex:
                 table = _fts_table(collection)
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
             stats.docs_total = self._count_docs(conn, [str(root)])
+        release_workers()
         stats.duration_s = round(time.perf_counter() - started, 4)
         log.info("local_index_updated", root=str(root), **stats.as_dict())
         return stats
+
+    async def remove_folder(self, path: Path | str) -> int:
+        """Drop every document under a folder (which may no longer exist) from the index; returns how many."""
+        return await run_in_index_pool(_folder_key([path]), lambda _cancel: self.remove_folder_sync(path))
+
+    def remove_folder_sync(self, path: Path | str) -> int:
+        root = str(Path(path).expanduser().resolve())
+        with self._write_lock, closing(self._connect()) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # the folder's collection stays, empty (a collection id is never reused: vectors may be keyed by it)
+                removed = sum(self._delete_file(conn, row.path) for row in self._known_files(conn, Path(root)))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        log.info("local_folder_removed", root=root, documents=removed)
+        return removed
 
     @staticmethod
     def _collection_for(conn: sqlite3.Connection, root: str) -> int:
@@ -464,6 +541,7 @@ class CorpusIndex:
         if known is not None and known.size == stat.st_size and known.mtime_ns == stat.st_mtime_ns:
             stats.files_unchanged += 1
             stats.docs_unchanged += known.doc_count
+            stats.count_kind(path)
             return
         if not S_ISREG(stat.st_mode) or stat.st_size > self.max_file_bytes:
             self._skip_file(conn, key, stat, known, stats)
@@ -472,11 +550,12 @@ class CorpusIndex:
             data = read_bytes_inside(path, root, max_bytes=self.max_file_bytes)
         except (NotRegularFileError, FileTooLargeError) as exc:  # swapped or grown after the walk saw it
             log.warning("local_file_skipped", file=key, reason=exc.error_type, error=exc.message)
-            self._skip_file(conn, key, None, known, stats, logged=True)
+            self._skip_file(conn, key, None, known, stats, logged=True, reason=exc.reason)
             return
         except OutsideRootError as exc:
             log.warning("local_file_outside_root", file=key, root=str(root), error=exc.message)
             stats.files_failed += 1
+            stats.skipped.append((shown_path(key), exc.reason))
             if known is not None:
                 stats.docs_removed += self._delete_file(conn, key)
                 stats.files_removed += 1
@@ -484,6 +563,7 @@ class CorpusIndex:
         except OSError as exc:
             log.warning("local_file_unreadable", file=key, error=str(exc))
             stats.files_failed += 1
+            stats.skipped.append((shown_path(key), f"unreadable: {exc.strerror or exc}"))
             return
         stats.files_read += 1
         sha = hashlib.sha256(data).hexdigest()
@@ -494,17 +574,34 @@ class CorpusIndex:
             )
             stats.files_unchanged += 1
             stats.docs_unchanged += known.doc_count
+            stats.count_kind(path)
             return
         try:
-            documents = read_documents(path, data)
+            documents, cut = read_file(path, data)
         except DocumentParseError as exc:
-            log.warning("local_file_unparsable", file=key, error=exc.message)
-            stats.files_failed += 1
+            log.warning("local_file_unparsable", file=key, reason=exc.reason, error=exc.message)
+            if isinstance(exc, MissingExtraError):
+                stats.files_skipped += 1
+            else:
+                stats.files_failed += 1
+            stats.skipped.append((shown_path(key), skip_reason(exc, path.name)))
             if known is not None:  # keep nothing stale from a file that is now broken
                 stats.docs_removed += self._delete_file(conn, key)
                 stats.files_removed += 1
             return
+        except Exception as exc:  # a library's own error on a hostile file (nested past recursion...): one file lost
+            log.warning("local_file_unparsable", file=key, reason="corrupt", error=repr(exc)[:300])
+            stats.files_failed += 1
+            stats.skipped.append((shown_path(key), f"corrupt: {type(exc).__name__}"))
+            if known is not None:
+                stats.docs_removed += self._delete_file(conn, key)
+                stats.files_removed += 1
+            return
         stats.files_parsed += 1
+        stats.count_kind(path)
+        if cut:
+            log.warning("local_file_cut", file=key, reason=cut)
+            stats.cut.append((shown_path(key), cut))
         written = self._replace_documents(conn, path, documents, stats, collection)
         conn.execute(
             "INSERT INTO files (path, size, mtime_ns, sha256, indexed_at, collection) VALUES (?, ?, ?, ?, ?, ?) "
@@ -529,13 +626,15 @@ class CorpusIndex:
         stats: IndexStats,
         *,
         logged: bool = False,
+        reason: str = "",
     ) -> None:
         """A file the index does not read (not a regular file, or over the size limit): counted, logged, and
         whatever it held before removed."""
         if not logged and stat is not None:
-            reason = "not_a_regular_file" if not S_ISREG(stat.st_mode) else "file_too_large"
-            log.warning("local_file_skipped", file=key, reason=reason, size=stat.st_size, max_bytes=self.max_file_bytes)
-        stats.files_skipped += 1
+            kind = "not_a_regular_file" if not S_ISREG(stat.st_mode) else "file_too_large"
+            log.warning("local_file_skipped", file=key, reason=kind, size=stat.st_size, max_bytes=self.max_file_bytes)
+            reason = "not a regular file" if not S_ISREG(stat.st_mode) else f"too large ({_mb(stat.st_size)})"
+        stats.add_skipped(key, reason or "skipped")
         if known is not None:
             stats.docs_removed += self._delete_file(conn, key)
             stats.files_removed += 1

@@ -35,8 +35,26 @@ def indexed_folders(data_dir: Path) -> list[Path]:
     return [Path(p) for p in _read(data_dir) if Path(p).is_dir()]
 
 
+def remembered_folders(data_dir: Path) -> list[tuple[str, bool]]:
+    """Every remembered folder and whether it still exists (`research-tool index --list`)."""
+    return [(p, Path(p).is_dir()) for p in _read(data_dir)]
+
+
 def remember_folder(data_dir: Path, folder: Path) -> None:
-    folders = list(dict.fromkeys([*_read(data_dir), str(folder.resolve())]))
+    _write(data_dir, list(dict.fromkeys([*_read(data_dir), str(folder.resolve())])))
+
+
+def forget_folder(data_dir: Path, folder: Path) -> bool:
+    """Drop a folder (`research-tool index --remove DIR`); True when it was remembered."""
+    folders = _read(data_dir)
+    kept = [f for f in folders if f != str(folder)]
+    if len(kept) == len(folders):
+        return False
+    _write(data_dir, kept)
+    return True
+
+
+def _write(data_dir: Path, folders: list[str]) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     handle, tmp_name = tempfile.mkstemp(dir=data_dir, prefix=f".{FOLDERS_FILE}.", suffix=".tmp")
     try:
