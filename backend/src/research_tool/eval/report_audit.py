@@ -89,7 +89,7 @@ def entity_problem(name: str, common: frozenset[str], heads: frozenset[str]) -> 
         return "question"
     if not stripped[0].isalnum() or (not stripped[-1].isalnum() and stripped[-1] not in ").%"):
         return "fragment"
-    if re.search(r"[,:;]", stripped) or re.search(r"\s[A-Z]$", stripped):
+    if re.search(r"[,:;]", re.sub(r"(?<=\d)[,.:](?=\d)", "", stripped)) or re.search(r"\s[A-Z]$", stripped):
         return "fragment"
     if _CONSTANT.fullmatch(stripped):
         return "constant"

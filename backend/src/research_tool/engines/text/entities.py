@@ -601,10 +601,12 @@ def _name_type(name: str, line: str, start: int, found: EntityType) -> EntityTyp
         return "concept"
     if tokens[0] in _HONORIFICS and len(tokens) >= 2:
         return "person"
-    if found != "other":
+    if found in ("person", "organization"):
         return found
     if any(t in _MORE_ORG_CUES for t in tokens):
-        return "organization"
+        return "organization"  # "Tidemark Lettings" at a place named after it is still the firm
+    if found != "other":
+        return found
     if (len(tokens) > 1 and tokens[-1] in _MORE_PLACE_CUES) or any(t in _PLACE_CUES for t in tokens):
         return "place"
     if tokens[0] in FIRST_NAMES or tokens[0] in _MORE_FIRST_NAMES:
@@ -696,6 +698,25 @@ def _trimmed(line: str, mention: Mention) -> list[Mention]:
     return out
 
 
+def _split_products(line: str, parts: list[Mention]) -> list[Mention]:
+    """ "Redis and SQLite", "NFS and SMB": two products, each a name of its own."""
+    out: list[Mention] = []
+    for part in parts:
+        words = part.text.split()
+        if len(words) < 3 or not any(w.casefold() in ("and", "&", "or") for w in words):
+            out.append(part)
+            continue
+        if not _is_code_or_product(part.text):
+            out.append(part)
+            continue
+        out.extend(
+            Mention(m.group(0), "other", part.start + m.start(), part.start + m.end())
+            for m in re.finditer(r"[^\s&]+", part.text)
+            if m.group(0).casefold() not in ("and", "or")
+        )
+    return out
+
+
 def _listable_name(part: Mention, words: DocumentWords) -> bool:
     """A capitalised phrase that is a name: not a heading or a phrase of common words, not a shouted heading."""
     text = part.text
@@ -741,9 +762,11 @@ def listing_mentions(line: str, mention: Mention, words: DocumentWords) -> list[
     ):
         return []
     out = []
-    for part in _trimmed(line, mention):
+    for part in _split_products(line, _trimmed(line, mention)):
         if not _listable_name(part, words) and not _is_date_phrase(part.text):
             continue
+        if part is not mention and is_lone_opening_word(line, Mention(part.text, "other", part.start, part.end)):
+            continue  # "Collections" of "Collections on Monday", opening its line
         found = mention.entity_type
         if part is not mention:
             found = classify_name(part.text, line[max(0, part.start - 40) : part.end + 60])
