@@ -622,8 +622,9 @@ def _name_type(name: str, line: str, start: int, found: EntityType) -> EntityTyp
         return "place"
     if len(tokens) <= 3 and _PLACE_BEFORE_RE.search(before):
         return "place"
-    if len(tokens) >= 3 and _WORK_INNER_RE.search(f" {name} ") and not name.isupper():
-        return "work"
+    opening = bool(_SENTENCE_OPENING_RE.search(before[-4:])) and not re.match(r"\s+[-–—]\s|\s*[:(]|\s*$", after)
+    if len(tokens) >= 3 and _WORK_INNER_RE.search(f" {name} ") and not name.isupper() and not opening:
+        return "work"  # "Lantern on the Water", a title in a list; not "Send the URL" opening a sentence
     return "other"
 
 
@@ -770,7 +771,14 @@ def listing_mentions(line: str, mention: Mention, words: DocumentWords) -> list[
         found = mention.entity_type
         if part is not mention:
             found = classify_name(part.text, line[max(0, part.start - 40) : part.end + 60])
-        out.append(Mention(part.text, _name_type(part.text, line, part.start, found), part.start, part.end))
+        listed_as = _name_type(part.text, line, part.start, found)
+        if (
+            listed_as == "other"
+            and _WORK_INNER_RE.search(f" {part.text} ")
+            and _SENTENCE_OPENING_RE.search(line[max(0, part.start - 4) : part.start])
+        ):
+            continue  # "Send the URL": a sentence's opening words, capitalised, not a name
+        out.append(Mention(part.text, listed_as, part.start, part.end))
     return out
 
 
