@@ -416,14 +416,14 @@ _MORE_ORG_CUES = frozenset(
     bureau authority commission police library theatre theater cinema gallery galleries centre center gym
     railway railways buses coaches transport travel tours airways motors engineering consulting holdings
     industries enterprises ventures collective gardeners allotments association federation trustees committee
-    vets veterinary dental dentistry academy nursery playgroup
+    vets veterinary dental dentistry academy nursery playgroup awards
     """.split()
 )
 _MORE_PLACE_CUES = frozenset(
     """
     lane row way close crescent terrace gardens quay wharf green hill hills moor moors fell fells dale dales cove
     point cross haven end staithe marsh heath common wood woods vale glen loch burn beck tarn pike scar crag cliff
-    cliffs sands strand pier harbour harbor promenade parade drive grove walk mews yard estate marina steps
+    cliffs sands strand pier harbour harbor promenade parade drive grove walk mews yard estate marina steps hut ness
     """.split()
 )
 _PLACE_SUFFIX_RE = re.compile(
@@ -466,6 +466,16 @@ _MORE_WORK_CUES = frozenset(
     exhibition festival concert programme program podcast column chronicle diary journal
     """.split()
 )
+_PLACE_FIRST_CUES = frozenset("port mount mt lake fort cape isle loch glen upper lower north south east west".split())
+_MORE_KNOWN_PLACES = frozenset(
+    w.replace("_", " ")
+    for w in """
+    uk usa us eu nova_scotia cornwall devon yorkshire kent sussex essex norfolk suffolk cumbria northumberland
+    lancashire somerset dorset wiltshire highlands isle_of_man isle_of_wight anglesey orkney shetland ulster bavaria
+    tuscany provence normandy brittany catalonia andalusia scandinavia siberia patagonia quebec ontario
+    british_columbia new_england midwest
+    """.split()
+)
 _PERSON_ROLES = (
     r"writer|author|poet|composer|conductor|arranger|director|chair|chairman|chairwoman|secretary|treasurer|"
     r"manager|owner|founder|landlord|landlady|tenant|agent|dentist|hygienist|nurse|doctor|vet|surgeon|keeper|"
@@ -478,7 +488,7 @@ _PERSON_BEFORE_RE = re.compile(rf"\b(?:{_PERSON_ROLES})\s+$", re.IGNORECASE)
 _PERSON_AFTER_RE = re.compile(
     r"^(?:'s|’s)?\s*(?:\(\s*(?:born|b\.|\d{4})|,\s+(?:our|the|who|a|an|his|her)\s|\s+(?:said|says|wrote|writes|"
     r"who|grew|was born|married|joined|founded|became|took|runs|ran|leads|led|died|lived|moved|retired|"
-    r"explains|recalls|remembers|told|tells|asked|asks|will|was|is|has|had))",
+    r"explains|recalls|remembers|told|tells|asked|asks))",
 )
 _PLACE_BEFORE_RE = re.compile(
     r"\b(?:in|near|at|outside|around|towards|between|across|above|below|beyond|opposite|via)\s+(?:the\s+)?$"
@@ -589,30 +599,36 @@ def _is_code_or_product(name: str) -> bool:
 
 def _name_type(name: str, line: str, start: int, found: EntityType) -> EntityType:
     """The listed type of a capitalised name (`found`: what `find_mentions` typed it)."""
-    tokens = [t.casefold().strip(".,") for t in name.split()]
+    tokens = [re.sub(r"(?:'s|’s)$", "", t.casefold().strip(".,")) for t in name.split()]
     key = normalize_key(name)
     before = line[max(0, start - 40) : start]
     after = line[start + len(name) : start + len(name) + 40]
+    head = tokens[-1]
     if _is_date_phrase(name):
         return "date"
-    if key in KNOWN_PLACES:
+    if key in KNOWN_PLACES or key in _MORE_KNOWN_PLACES:
         return "place"
     if _is_code_or_product(name):
         return "concept"
+    # the last word (the head noun) first: "Harbour Gallery" is an organization, "Three Harbour Songs" a work
+    if len(tokens) > 1 and (head in _ORG_CUES or head in _MORE_ORG_CUES):
+        return "organization"
+    if len(tokens) > 1 and (head in _WORK_CUES or head in _MORE_WORK_CUES or head.rstrip("s") in _WORK_CUES):
+        return "work"
+    if len(tokens) > 1 and (head in _PLACE_CUES or head in _MORE_PLACE_CUES or tokens[0] in _PLACE_FIRST_CUES):
+        return "place"
     if tokens[0] in _HONORIFICS and len(tokens) >= 2:
         return "person"
     if found in ("person", "organization"):
         return found
     if any(t in _MORE_ORG_CUES for t in tokens):
         return "organization"  # "Tidemark Lettings" at a place named after it is still the firm
+    if (tokens[0] in FIRST_NAMES or tokens[0] in _MORE_FIRST_NAMES) and not _is_common(tokens[0], None):
+        return "person" if len(tokens) <= 4 else "other"
     if found != "other":
         return found
-    if (len(tokens) > 1 and tokens[-1] in _MORE_PLACE_CUES) or any(t in _PLACE_CUES for t in tokens):
+    if any(t in _PLACE_CUES for t in tokens):
         return "place"
-    if tokens[0] in FIRST_NAMES or tokens[0] in _MORE_FIRST_NAMES:
-        return "person" if len(tokens) <= 4 else "other"
-    if tokens[-1] in _WORK_CUES or tokens[-1] in _MORE_WORK_CUES:
-        return "work"
     if 2 <= len(tokens) <= 3 and any(t in FIRST_NAMES or t in _MORE_FIRST_NAMES for t in tokens[1:]):
         return "person"  # "Big Edmund", "Young Harriet"
     named_like = len(tokens) <= 3 and all(t.isalpha() or "-" in t for t in tokens)
@@ -628,8 +644,8 @@ def _name_type(name: str, line: str, start: int, found: EntityType) -> EntityTyp
     return "other"
 
 
-def _is_common(word: str, words: DocumentWords) -> bool:
-    return word.casefold() in words.common
+def _is_common(word: str, words: DocumentWords | None) -> bool:
+    return words is not None and word.casefold() in words.common
 
 
 def _part(line: str, mention: Mention, begin: int, end: int) -> Mention | None:
@@ -699,22 +715,36 @@ def _trimmed(line: str, mention: Mention) -> list[Mention]:
     return out
 
 
+def _is_first_name(word: str) -> bool:
+    return word.casefold() in FIRST_NAMES or word.casefold() in _MORE_FIRST_NAMES
+
+
 def _split_products(line: str, parts: list[Mention]) -> list[Mention]:
-    """ "Redis and SQLite", "NFS and SMB": two products, each a name of its own."""
+    """ "Redis and SQLite", "NFS and SMB", "Ned and Lily": two names, each of its own; "Edmund Varlowe on Tarry
+    Row", "Gull Steps in Saltreach": two names (not "Lantern on the Water"); "Marion Keddle's The Salt Road": a
+    capitalised "The" inside a phrase opens a second name."""
     out: list[Mention] = []
     for part in parts:
         words = part.text.split()
-        if len(words) < 3 or not any(w.casefold() in ("and", "&", "or") for w in words):
-            out.append(part)
+        if len(words) >= 3 and any(w.casefold() in ("and", "&", "or") for w in words):
+            named = [w for w in words if w.casefold() not in ("and", "&", "or")]
+            if _is_code_or_product(part.text) or all(_is_first_name(w) for w in named):
+                out.extend(
+                    Mention(m.group(0), "other", part.start + m.start(), part.start + m.end())
+                    for m in re.finditer(r"[^\s&]+", part.text)
+                    if m.group(0).casefold() not in ("and", "or")
+                )
+                continue
+        cut = re.search(r"\s(?:on|in|at)\s(?!the\s|a\s|an\s)(?=[A-Z])|(?<=\w)(?:'s|’s)?\s(?=The\s)", part.text)
+        if cut and cut.start() > 0:
+            head, tail = part.text[: cut.start()], part.text[cut.end() :]
+            out.append(Mention(head, "other", part.start, part.start + len(head)))
+            tail_start = part.start + cut.end()
+            if tail.startswith("The "):
+                tail, tail_start = tail[4:], tail_start + 4
+            out.extend(_split_products(line, [Mention(tail, "other", tail_start, tail_start + len(tail))]))
             continue
-        if not _is_code_or_product(part.text):
-            out.append(part)
-            continue
-        out.extend(
-            Mention(m.group(0), "other", part.start + m.start(), part.start + m.end())
-            for m in re.finditer(r"[^\s&]+", part.text)
-            if m.group(0).casefold() not in ("and", "or")
-        )
+        out.append(part)
     return out
 
 
@@ -751,6 +781,10 @@ def listing_mentions(line: str, mention: Mention, words: DocumentWords) -> list[
             return []  # a quoted question or sentence, not a title
         if len(title_words) > 1 and sum(w[:1].islower() for w in title_words) * 2 > len(title_words):
             return []  # a quoted phrase ("see the notes below"), not a title
+        if "," in title:
+            return []
+        if len(title_words) <= 3 and _is_first_name(title_words[0]) and all(w[:1].isupper() for w in title_words):
+            return [Mention(title, "person", mention.start, mention.end)]  # "Little Edmund", a nickname
         return [mention]
     line = _cells_as_sentences(line, words.column_heads) if words.column_heads else line
     if words.column_heads and line[mention.start : mention.end] != mention.text:
