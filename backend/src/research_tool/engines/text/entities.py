@@ -3,7 +3,8 @@
 No model: capitalized multi-word names (with "of", "de", "von"... inside), quoted titles, dates,
 numbers with units, and code identifiers (`subprocess.run`, `CompletedProcess`, `check_output()`).
 Types come from cue words (organization and place suffixes, honorifics, first names, the sentence
-that defines a document's subject: "X was an American actress" makes X a person).
+that defines a document's subject: "X was an American actress" makes X a person). What the report's entity list
+holds (names only, typed: issue 41) is decided by `extract_entities` over `find_mentions`, see "the entity list".
 """
 
 from __future__ import annotations
@@ -541,7 +542,9 @@ def _column_heads(lines: list[str]) -> frozenset[str]:
             while n < min(len(prefix), len(other)) and prefix[n] == other[n]:
                 n += 1
             prefix = prefix[:n]
-        heads.add(" ".join(prefix[: max(1, len(prefix) - 1)] if len(prefix) == min(map(len, cells)) else prefix))
+        if len(prefix) == min(map(len, cells)):  # one cell is all prefix ("Price £4" twice): its last word a value
+            prefix = prefix[: max(1, len(prefix) - 1)]
+        heads.add(" ".join(prefix))
     return frozenset(heads)
 
 
@@ -814,13 +817,6 @@ def listing_mentions(line: str, mention: Mention, words: DocumentWords) -> list[
             continue  # "Send the URL": a sentence's opening words, capitalised, not a name
         out.append(Mention(part.text, listed_as, part.start, part.end))
     return out
-
-
-def listed_type(mention: Mention) -> EntityType:
-    """The type the entity list gives a mention on its own (no context): see `listing_mentions`."""
-    if mention.entity_type in ("date", "number", "concept", "work"):
-        return mention.entity_type
-    return _name_type(mention.text, mention.text, 0, mention.entity_type)
 
 
 def is_lone_opening_word(text: str, mention: Mention) -> bool:
