@@ -138,3 +138,14 @@ def test_the_audit_reads_code_and_addresses_as_no_prose() -> None:
 def test_the_audit_takes_an_amount_with_a_thousands_comma_for_a_name_but_not_a_phrase_with_one() -> None:
     assert entity_problem("3,000 people", frozenset(), frozenset()) is None
     assert entity_problem("Notebook, April 2024", frozenset(), frozenset()) == "fragment"
+
+
+def test_a_common_word_in_capitals_is_no_name_but_an_acronym_or_a_class_is_one() -> None:
+    document = (
+        "Pass the pipe to the reader. To cancel, reply with CANCEL or open the URL; the url argument takes TarInfo."
+    )
+    found = _typed(document, document)
+    assert "CANCEL" not in found and found.get("URL") == "concept" and found.get("TarInfo") == "concept"
+    common = lowercase_words([document])
+    assert entity_problem("URL", common, frozenset()) is None and entity_problem("TarInfo", common, frozenset()) is None
+    assert entity_problem("Pipe", common, frozenset()) == "common word"

@@ -97,7 +97,9 @@ def entity_problem(name: str, common: frozenset[str], heads: frozenset[str]) -> 
     if words[0].casefold() in _OPENERS and len(words) > 1:
         return "sentence opener"
     content = [w for w in words if w.casefold() not in _CONNECTORS and not w[:1].isdigit()]
-    all_common = bool(content) and all(w[:1].isupper() and w.casefold() in common for w in content)
+    # a capitalised common word is written "Rubbish": an acronym (URL) or a CamelCase class (TarInfo) is spelled as
+    # no common word is, whatever the prose writes in lower case ("the url argument")
+    all_common = bool(content) and all(w[:1].isupper() and w[1:].islower() and w.casefold() in common for w in content)
     if all_common and (normalize(stripped) in heads or len(content) == 1):
         return "heading" if normalize(stripped) in heads else "common word"
     if all(is_stopword(w) for w in words):

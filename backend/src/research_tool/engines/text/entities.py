@@ -761,7 +761,10 @@ def _listable_name(part: Mention, words: DocumentWords) -> bool:
         return False
     if len(content) > 1 and text.isupper():
         return False  # "HOUSE RULES", "INTERVAL OF 20 MINUTES": a heading in capitals
-    if all(_is_common(w, words) for w in content):
+    shouted = len(content) == 1 and text.isupper() and len(text) >= 4 and text.casefold() not in KNOWN_PRODUCTS
+    if shouted and _is_common(text, words):
+        return False  # "PIPE", "CANCEL": a common word in capitals (a constant's or a keyword's), no name
+    if all(w[1:].islower() and _is_common(w, words) for w in content):
         return False  # "Rubbish", "Bread and Pastries", "CANCEL": common words, capitalised by a heading or a cell
     return not (normalize_key(text) in words.headings and _is_common(content[0], words))
 
