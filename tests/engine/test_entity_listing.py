@@ -149,3 +149,9 @@ def test_a_common_word_in_capitals_is_no_name_but_an_acronym_or_a_class_is_one()
     common = lowercase_words([document])
     assert entity_problem("URL", common, frozenset()) is None and entity_problem("TarInfo", common, frozenset()) is None
     assert entity_problem("Pipe", common, frozenset()) == "common word"
+
+
+def test_an_opening_verb_and_article_glued_to_a_name_are_cut_off_and_indented_or_listed_openers_are_none() -> None:
+    assert set(_typed("- Add the Marrowby flag.")) == {"Marrowby"}
+    assert _typed("Send the URL- and go.") == {"URL": "concept"}
+    assert _typed("    Determines the size of the buffer.") == {}

@@ -368,6 +368,19 @@ KNOWN_PLACES = frozenset(
 
 _CONSTANT_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # GEN_RUNNING, O_NONBLOCK: a code constant
 _SENTENCE_OPENING_RE = re.compile(r"(?:^|[.!?:]\s+|\n\s*|[\"“(]\s*)$")
+_LINE_OPENING_RE = re.compile(r"\s*(?:[-*•>]+|\d{1,3}[.)])?\s*")  # indentation, a bullet or a list number
+
+
+def opens_sentence(text: str, start: int) -> bool:
+    """Whether `start` opens a sentence of `text`: its line's first word (after indentation, a bullet or a list
+    number), or a word after a full stop, a colon or an opening quote."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return bool(
+        _LINE_OPENING_RE.fullmatch(text[line_start:start])
+        or _SENTENCE_OPENING_RE.search(text[max(line_start, start - 4) : start])
+    )
+
+
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)*(?:\(\))?")
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _DATE_WORDS = frozenset(
@@ -641,7 +654,7 @@ def _name_type(name: str, line: str, start: int, found: EntityType) -> EntityTyp
         return "place"
     if len(tokens) <= 3 and _PLACE_BEFORE_RE.search(before):
         return "place"
-    opening = bool(_SENTENCE_OPENING_RE.search(before[-4:])) and not re.match(r"\s+[-–—]\s|\s*[:(]|\s*$", after)
+    opening = opens_sentence(line, start) and not re.match(r"\s+[-–—]\s|\s*[:(]|\s*$", after)
     if len(tokens) >= 3 and _WORK_INNER_RE.search(f" {name} ") and not name.isupper() and not opening:
         return "work"  # "Lantern on the Water", a title in a list; not "Send the URL" opening a sentence
     return "other"
@@ -812,12 +825,17 @@ def listing_mentions(line: str, mention: Mention, words: DocumentWords) -> list[
         if part is not mention:
             found = classify_name(part.text, line[max(0, part.start - 40) : part.end + 60])
         listed_as = _name_type(part.text, line, part.start, found)
-        if (
-            listed_as == "other"
-            and _WORK_INNER_RE.search(f" {part.text} ")
-            and _SENTENCE_OPENING_RE.search(line[max(0, part.start - 4) : part.start])
-        ):
-            continue  # "Send the URL": a sentence's opening words, capitalised, not a name
+        inner = list(_WORK_INNER_RE.finditer(part.text))
+        if listed_as == "other" and inner and opens_sentence(line, part.start):
+            # "Send the URL", "Add the Marrowby": a sentence's opening verb and article; the name after them, if any
+            cut = inner[-1].end()
+            tail = Mention(part.text[cut:], "other", part.start + cut, part.end)
+            if _listable_name(tail, words) and not is_lone_opening_word(line, tail):
+                tail_found = classify_name(tail.text, line[max(0, tail.start - 40) : tail.end + 60])
+                out.append(
+                    Mention(tail.text, _name_type(tail.text, line, tail.start, tail_found), tail.start, tail.end)
+                )
+            continue
         out.append(Mention(part.text, listed_as, part.start, part.end))
     return out
 
@@ -829,7 +847,7 @@ def is_lone_opening_word(text: str, mention: Mention) -> bool:
         mention.entity_type == "other"
         and " " not in mention.text
         and mention.text[1:].islower()
-        and bool(_SENTENCE_OPENING_RE.search(text[max(0, mention.start - 4) : mention.start]))
+        and opens_sentence(text, mention.start)
         and classify_name(mention.text) == "other"
         and normalize_key(mention.text) not in KNOWN_PLACES
         and not _is_date_phrase(mention.text)
