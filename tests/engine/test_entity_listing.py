@@ -155,3 +155,9 @@ def test_an_opening_verb_and_article_glued_to_a_name_are_cut_off_and_indented_or
     assert set(_typed("- Add the Marrowby flag.")) == {"Marrowby"}
     assert _typed("Send the URL- and go.") == {"URL": "concept"}
     assert _typed("    Determines the size of the buffer.") == {}
+
+
+def test_a_constant_in_capitals_and_a_verb_opening_before_a_code_name_are_no_names() -> None:
+    assert _typed("Pass WNOHANG to return at once.") == {}
+    assert _typed("Raise KeyError when the key is missing.") == {"KeyError": "concept"}
+    assert _typed("The Force is strong.").get("Force") != "organization"  # a cue word alone names no organization

@@ -400,7 +400,7 @@ _DATE_PHRASES = frozenset(
 _OPENING_WORDS = frozenset(
     """
     our your my their its his her we welcome about introducing meet dear hello hi please see around near inside
-    outside beyond from into with without for by getting finding visiting exploring discover discovering
+    outside beyond from into with without for by getting finding visiting exploring discover discovering each every
     """.split()
 )
 _LISTING_CONNECTORS = frozenset(
@@ -495,10 +495,10 @@ _PERSON_ROLES = (
     r"manager|owner|founder|landlord|landlady|tenant|agent|dentist|hygienist|nurse|doctor|vet|surgeon|keeper|"
     r"member|soloist|accompanist|singer|baker|chef|engineer|lead|head|curator|volunteer|guide|teacher|vicar|"
     r"councillor|mayor|clerk|officer|coordinator|organiser|organizer|contact|grandfather|grandmother|father|"
-    r"mother|son|daughter|brother|sister|uncle|aunt|cousin|wife|husband|widow|nephew|niece|partner|friend|"
-    r"by|with|ask|asked|call|contact|email|dear"
+    r"mother|son|daughter|brother|sister|uncle|aunt|cousin|wife|husband|widow|nephew|niece|partner|friend|dear"
 )
 _PERSON_BEFORE_RE = re.compile(rf"\b(?:{_PERSON_ROLES})\s+$", re.IGNORECASE)
+_PERSON_BEFORE_WEAK_RE = re.compile(r"\b(?:by|with|ask|asked|call|contact|email)\s+$", re.IGNORECASE)  # two words
 _PERSON_AFTER_RE = re.compile(
     r"^(?:'s|’s)?\s*(?:\(\s*(?:born|b\.|\d{4})|,\s+(?:our|the|who|a|an|his|her)\s|\s+(?:said|says|wrote|writes|"
     r"who|grew|was born|married|joined|founded|became|took|runs|ran|leads|led|died|lived|moved|retired|"
@@ -635,6 +635,8 @@ def _name_type(name: str, line: str, start: int, found: EntityType) -> EntityTyp
         return "place"
     if tokens[0] in _HONORIFICS and len(tokens) >= 2:
         return "person"
+    if len(tokens) == 1 and (head in _ORG_CUES or head in _PLACE_CUES):
+        return "other"  # "Force", "Bank": the cue word alone names nothing
     if found in ("person", "organization"):
         return found
     if any(t in _MORE_ORG_CUES for t in tokens):
@@ -647,8 +649,12 @@ def _name_type(name: str, line: str, start: int, found: EntityType) -> EntityTyp
         return "place"
     if 2 <= len(tokens) <= 3 and any(t in FIRST_NAMES or t in _MORE_FIRST_NAMES for t in tokens[1:]):
         return "person"  # "Big Edmund", "Young Harriet"
-    named_like = len(tokens) <= 3 and all(t.isalpha() or "-" in t for t in tokens)
-    if named_like and (_PERSON_BEFORE_RE.search(before) or (len(tokens) >= 2 and _PERSON_AFTER_RE.match(after))):
+    named_like = len(tokens) <= 3 and all(t.isalpha() or "-" in t for t in tokens) and not name.isupper()
+    named_like = named_like and not any(len(w) > 1 and w.isupper() for w in name.split())  # "UNIX Domain Sockets"
+    if named_like and (
+        _PERSON_BEFORE_RE.search(before)
+        or (len(tokens) >= 2 and (_PERSON_AFTER_RE.match(after) or _PERSON_BEFORE_WEAK_RE.search(before)))
+    ):
         return "person"
     if len(tokens) == 1 and _PLACE_SUFFIX_RE.fullmatch(name):
         return "place"
@@ -775,8 +781,8 @@ def _listable_name(part: Mention, words: DocumentWords) -> bool:
     if len(content) > 1 and text.isupper():
         return False  # "HOUSE RULES", "INTERVAL OF 20 MINUTES": a heading in capitals
     shouted = len(content) == 1 and text.isupper() and len(text) >= 4 and text.casefold() not in KNOWN_PRODUCTS
-    if shouted and _is_common(text, words):
-        return False  # "PIPE", "CANCEL": a common word in capitals (a constant's or a keyword's), no name
+    if shouted and (_is_common(text, words) or len(text) >= 6):
+        return False  # "PIPE", "CANCEL", "WNOHANG", "DEFAULT": a constant or a word in capitals; acronyms are short
     if all(w[1:].islower() and _is_common(w, words) for w in content):
         return False  # "Rubbish", "Bread and Pastries", "CANCEL": common words, capitalised by a heading or a cell
     return not (normalize_key(text) in words.headings and _is_common(content[0], words))
@@ -826,9 +832,21 @@ def listing_mentions(line: str, mention: Mention, words: DocumentWords) -> list[
             found = classify_name(part.text, line[max(0, part.start - 40) : part.end + 60])
         listed_as = _name_type(part.text, line, part.start, found)
         inner = list(_WORK_INNER_RE.finditer(part.text))
+        rest = part.text.split(" ", 1)[1] if " " in part.text else ""
+        if (
+            listed_as == "other"
+            and not inner
+            and rest
+            and opens_sentence(line, part.start)
+            and (_is_code_or_product(rest) or rest.isupper())
+        ):
+            verb = re.match(r"\S+\s", part.text)  # "Raise KeyError", "Parse XML": a verb opening the sentence
+            inner = [verb] if verb else inner
         if listed_as == "other" and inner and opens_sentence(line, part.start):
             # "Send the URL", "Add the Marrowby": a sentence's opening verb and article; the name after them, if any
-            cut = inner[-1].end()
+            last = inner[-1]
+            assert last is not None
+            cut = last.end()
             tail = Mention(part.text[cut:], "other", part.start + cut, part.end)
             if _listable_name(tail, words) and not is_lone_opening_word(line, tail):
                 tail_found = classify_name(tail.text, line[max(0, tail.start - 40) : tail.end + 60])
