@@ -832,21 +832,12 @@ def listing_mentions(line: str, mention: Mention, words: DocumentWords) -> list[
             found = classify_name(part.text, line[max(0, part.start - 40) : part.end + 60])
         listed_as = _name_type(part.text, line, part.start, found)
         inner = list(_WORK_INNER_RE.finditer(part.text))
-        rest = part.text.split(" ", 1)[1] if " " in part.text else ""
-        if (
-            listed_as == "other"
-            and not inner
-            and rest
-            and opens_sentence(line, part.start)
-            and (_is_code_or_product(rest) or rest.isupper())
-        ):
-            verb = re.match(r"\S+\s", part.text)  # "Raise KeyError", "Parse XML": a verb opening the sentence
-            inner = [verb] if verb else inner
-        if listed_as == "other" and inner and opens_sentence(line, part.start):
+        cut = inner[-1].end() if inner else None
+        first, _, rest = part.text.partition(" ")
+        if cut is None and rest and (_is_code_or_product(rest) or rest.isupper()):
+            cut = len(first) + 1  # "Raise KeyError", "Parse XML": a verb opening the sentence before a code name
+        if listed_as == "other" and cut is not None and opens_sentence(line, part.start):
             # "Send the URL", "Add the Marrowby": a sentence's opening verb and article; the name after them, if any
-            last = inner[-1]
-            assert last is not None
-            cut = last.end()
             tail = Mention(part.text[cut:], "other", part.start + cut, part.end)
             if _listable_name(tail, words) and not is_lone_opening_word(line, tail):
                 tail_found = classify_name(tail.text, line[max(0, tail.start - 40) : tail.end + 60])
