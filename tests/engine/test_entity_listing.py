@@ -161,3 +161,9 @@ def test_a_constant_in_capitals_and_a_verb_opening_before_a_code_name_are_no_nam
     assert _typed("Pass WNOHANG to return at once.") == {}
     assert _typed("Raise KeyError when the key is missing.") == {"KeyError": "concept"}
     assert _typed("The Force is strong.").get("Force") != "organization"  # a cue word alone names no organization
+
+
+def test_one_untyped_word_the_document_also_writes_in_lower_case_is_no_name() -> None:
+    document = "Put glass in the Blue Box. The blue lid is for paper. Ask in the Hall; the hall opens at nine."
+    found = _typed(document, document)
+    assert "Blue" not in found and "Hall" not in found and "Blue Box" in found

@@ -62,22 +62,16 @@ def headings(texts: Iterable[str]) -> frozenset[str]:
 
 
 _CODE_AND_ADDRESSES = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`|\b\w+://\S+|\S+@\S+\.\w+|\S*[/\\]\S*", re.DOTALL)
-_MID_SENTENCE_CAPITAL = re.compile(r"(?<=[a-z0-9,] )[A-Z][a-z]+\b")
 
 
 def lowercase_words(texts: Iterable[str]) -> frozenset[str]:
-    """Words the texts' prose writes in lower case at least as often as it capitalises them mid-sentence: common
-    words, not names. Code (fenced blocks, `spans`), URLs and paths are no prose: `pip install redis` and
-    "```python" leave "Redis" and "Python" names, as "uses Redis" and "in Python" write them."""
-    lower: dict[str, int] = {}
-    capital: dict[str, int] = {}
+    """Words the texts' prose writes in lower case somewhere: common words, not names. Code (fenced blocks,
+    `spans`), URLs, e-mail addresses and paths are no prose: `pip install redis`, "```python" and
+    https://fathomly.example make no common word of Redis, Python or Fathomly."""
+    out: set[str] = set()
     for text in texts:
-        plain = _CODE_AND_ADDRESSES.sub(" ", text)
-        for w in re.findall(r"\b[a-z][a-z]+\b", plain):
-            lower[w] = lower.get(w, 0) + 1
-        for w in _MID_SENTENCE_CAPITAL.findall(plain):
-            capital[w.casefold()] = capital.get(w.casefold(), 0) + 1
-    return frozenset(w for w, n in lower.items() if n >= capital.get(w, 0))
+        out.update(re.findall(r"\b[a-z][a-z]+\b", _CODE_AND_ADDRESSES.sub(" ", text)))
+    return frozenset(out)
 
 
 def entity_problem(name: str, common: frozenset[str], heads: frozenset[str]) -> str | None:

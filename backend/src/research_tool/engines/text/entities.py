@@ -520,6 +520,7 @@ class DocumentWords:
     named: frozenset[str]
     headings: frozenset[str]
     column_heads: frozenset[str] = frozenset()  # a table's column headers, as rows written as sentences use them
+    lower: frozenset[str] = frozenset()  # every word its prose writes in lower case somewhere
 
 
 _CODE_AND_ADDRESSES_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`|\b\w+://\S+|\S+@\S+\.\w+|\S*[/\\]\S*", re.DOTALL)
@@ -587,7 +588,7 @@ def document_words(document: str) -> DocumentWords:
         alone = (i == 0 or not lines[i - 1].strip()) and (i + 1 >= len(lines) or not lines[i + 1].strip())
         if stripped and (line.lstrip().startswith("#") or alone) and not stripped.endswith((".", "!", "?", ";")):
             heads.add(normalize_key(stripped))
-    return DocumentWords(common, frozenset(named), frozenset(heads), column_heads)
+    return DocumentWords(common, frozenset(named), frozenset(heads), column_heads, frozenset(lower))
 
 
 def _is_date_phrase(name: str) -> bool:
@@ -845,6 +846,8 @@ def listing_mentions(line: str, mention: Mention, words: DocumentWords) -> list[
                     Mention(tail.text, _name_type(tail.text, line, tail.start, tail_found), tail.start, tail.end)
                 )
             continue
+        if listed_as == "other" and part.text[1:].islower() and part.text.casefold() in words.lower:
+            continue  # "Blue", "Hall": one untyped word the document writes in lower case too, a common word
         out.append(Mention(part.text, listed_as, part.start, part.end))
     return out
 
