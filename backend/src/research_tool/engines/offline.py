@@ -22,9 +22,11 @@ from research_tool.engines.base import (
 from research_tool.engines.cpu_pool import run_cpu
 from research_tool.engines.text.domains import ambiguity_questions, detect_domain
 from research_tool.engines.text.entities import (
-    classify_by_definition,
     clean_title,
+    count_mentions,
     extract_entities,
+    is_title_name,
+    title_type,
 )
 from research_tool.engines.text.facts import extract_facts
 from research_tool.engines.text.planning import plan_queries
@@ -95,21 +97,34 @@ def extract_source(query: str, source: SourceResult, iteration: int, max_facts: 
     if subject is not None:
         entities[subject.key] = subject
     for fact in facts:
-        for entity in extract_entities(fact.statement, source.url, iteration):
+        # the quote keeps the source's line breaks, so a name never runs from one line into the next
+        passage = fact.evidence[0].quote if fact.evidence else fact.statement
+        for entity in extract_entities(passage, source.url, iteration, document=source.text()):
             entities.setdefault(entity.key, entity)
     return ExtractResult(facts=facts, entities=list(entities.values()))
 
 
 def _document_entity(source: SourceResult, iteration: int) -> Entity | None:
     """The document's own subject (its title, without a reference page's summary after a dash: "asyncio" of
-    "asyncio \u2014 The asyncio package"), typed by its defining first sentence."""
-    title = clean_title(source.title or "").split(" \u2014 ")[0].strip()
+    "asyncio \u2014 The asyncio package", or a site's name after a bar), typed by its defining first sentence. A
+    local file's title is listed only when it is a name (`is_title_name`): most are headings ("Our rooms")."""
+    title = re.split(r" \u2014 | \| ", clean_title(source.title or ""))[0].strip()
     key = normalize_key(title)
     if not key or source.source_name not in ("local", "wikipedia") or len(title) > 80:
         return None
-    first = next(iter(split_sentences(source.text()[:2000])), None)
-    entity_type = classify_by_definition(title, first.text if first else "")
-    return Entity(key=key, name=title, entity_type=entity_type, sources=[source.url], iteration=iteration)
+    text = source.text()
+    if source.source_name == "local" and not is_title_name(title, text):
+        return None
+    first = next(iter(split_sentences(text[:2000])), None)
+    entity_type = title_type(title, first.text if first else "")
+    return Entity(
+        key=key,
+        name=title,
+        entity_type=entity_type,
+        sources=[source.url],
+        iteration=iteration,
+        mention_count=count_mentions(title, text),
+    )
 
 
 def _suggest_tier(query: str) -> tuple[TierName, str]:

@@ -62,11 +62,16 @@ def headings(texts: Iterable[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+_CODE_AND_ADDRESSES = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`|\b\w+://\S+|\S+@\S+\.\w+|\S*[/\\]\S*", re.DOTALL)
+
+
 def lowercase_words(texts: Iterable[str]) -> frozenset[str]:
-    """Words the texts write in lower case somewhere: common words, not names."""
+    """Words the texts' prose writes in lower case somewhere: common words, not names. Code (fenced blocks,
+    `spans`), URLs, e-mail addresses and paths are no prose: `pip install redis`, "```python" and
+    https://fathomly.example make no common word of Redis, Python or Fathomly."""
     out: set[str] = set()
     for text in texts:
-        out.update(w for w in re.findall(r"\b[a-z][a-z]+\b", text))
+        out.update(re.findall(r"\b[a-z][a-z]+\b", _CODE_AND_ADDRESSES.sub(" ", text)))
     return frozenset(out)
 
 
@@ -79,7 +84,7 @@ def entity_problem(name: str, common: frozenset[str], heads: frozenset[str]) -> 
         return "question"
     if not stripped[0].isalnum() or (not stripped[-1].isalnum() and stripped[-1] not in ").%"):
         return "fragment"
-    if re.search(r"[,:;]", stripped) or re.search(r"\s[A-Z]$", stripped):
+    if re.search(r"[,:;]", re.sub(r"(?<=\d)[,.:](?=\d)", "", stripped)) or re.search(r"\s[A-Z]$", stripped):
         return "fragment"
     if _CONSTANT.fullmatch(stripped):
         return "constant"
@@ -87,7 +92,9 @@ def entity_problem(name: str, common: frozenset[str], heads: frozenset[str]) -> 
     if words[0].casefold() in _OPENERS and len(words) > 1:
         return "sentence opener"
     content = [w for w in words if w.casefold() not in _CONNECTORS and not w[:1].isdigit()]
-    all_common = bool(content) and all(w[:1].isupper() and w.casefold() in common for w in content)
+    # a capitalised common word is written "Rubbish": an acronym (URL) or a CamelCase class (TarInfo) is spelled as
+    # no common word is, whatever the prose writes in lower case ("the url argument")
+    all_common = bool(content) and all(w[:1].isupper() and w[1:].islower() and w.casefold() in common for w in content)
     if all_common and (normalize(stripped) in heads or len(content) == 1):
         return "heading" if normalize(stripped) in heads else "common word"
     if all(is_stopword(w) for w in words):

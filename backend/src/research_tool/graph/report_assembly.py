@@ -13,7 +13,12 @@ from typing import Any
 from research_tool.core import telemetry
 from research_tool.core.errors import BadInputError
 from research_tool.engines.base import NumberedSource, SynthesisDraft
-from research_tool.engines.text.entities import is_sentence_case_word, sentence_case_words
+from research_tool.engines.text.entities import (
+    is_listed_name,
+    is_sentence_case_word,
+    sentence_case_words,
+    types_from_longer_names,
+)
 from research_tool.engines.text.question_intent import classify_question, coverage
 from research_tool.engines.text.ranker import matched
 from research_tool.engines.text.tokens import stem_set
@@ -150,15 +155,23 @@ def single_source_gap(findings: list[Finding]) -> str | None:
 
 
 def build_entities(state: ResearchState, limit: int = 30) -> list[ReportEntity]:
-    """The entities most sources name, without common words a sentence opened with ("Called", "Execute")."""
+    """The entities most sources name, without common words a sentence opened with ("Called", "Execute") or
+    anything that is no name (a question, a CONSTANT, a fragment); a one-word name untyped in its own sources
+    takes the type of a longer name it is part of ("Ffion" of "Ffion Marchbank"). `mentions` counts the times
+    the sources name it, never fewer than its sources."""
     common = sentence_case_words(f["statement"] for f in (state.get("facts") or {}).values())
-    named = [e for e in (state.get("entities") or {}).values() if not is_sentence_case_word(e["name"], common)]
+    named = [
+        e
+        for e in (state.get("entities") or {}).values()
+        if is_listed_name(e["name"]) and not is_sentence_case_word(e["name"], common)
+    ]
+    typed = types_from_longer_names({e["name"]: e.get("entity_type", "other") for e in named})
     entities = sorted(named, key=lambda e: (-len(e.get("sources", [])), e["name"]))[:limit]
     return [
         ReportEntity(
             name=e["name"],
-            type=e.get("entity_type", "other"),
-            mentions=e.get("mention_count", 1),
+            type=typed.get(e["name"], e.get("entity_type", "other")),
+            mentions=max(e.get("mention_count", 1), len(e.get("sources", []))),
             sources=len(e.get("sources", [])),
         )
         for e in entities

@@ -54,8 +54,22 @@ def merge_sources(left: dict[str, JSONDict] | None, right: dict[str, JSONDict] |
     return merged
 
 
+def _merged_mentions(old: JSONDict, new: JSONDict) -> int:
+    """Mentions of one entity from two updates: summed when their sources are apart, the old count when the new
+    update brings no source (merged twice), the larger count when they share some (which mentions are whose is
+    not known)."""
+    old_sources, new_sources = set(old.get("sources", [])), set(new.get("sources", []))
+    old_count, new_count = int(old.get("mention_count", 1)), int(new.get("mention_count", 1))
+    if new_sources <= old_sources:
+        return old_count
+    if not old_sources & new_sources:
+        return old_count + new_count
+    return max(old_count, new_count)
+
+
 def merge_entities(left: dict[str, JSONDict] | None, right: dict[str, JSONDict] | None) -> dict[str, JSONDict]:
-    """Entities by normalized name: union their sources; mentions = number of distinct sources."""
+    """Entities by normalized name: union their sources; mentions add up over sources (`_merged_mentions`), never
+    fewer than the sources."""
     merged = dict(left or {})
     for key, new in (right or {}).items():
         old = merged.get(key)
@@ -66,7 +80,7 @@ def merge_entities(left: dict[str, JSONDict] | None, right: dict[str, JSONDict] 
         merged[key] = {
             **old,
             "sources": sources,
-            "mention_count": max(len(sources), old.get("mention_count", 1)),
+            "mention_count": max(len(sources), _merged_mentions(old, new)),
             "iteration": min(old.get("iteration", 0), new.get("iteration", 0)),
             "entity_type": old.get("entity_type") if old.get("entity_type") != "other" else new.get("entity_type"),
         }

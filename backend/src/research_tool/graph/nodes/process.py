@@ -14,7 +14,7 @@ from research_tool.graph.nodes.page_focus import focus_long_pages
 from research_tool.graph.nodes.page_text import with_page_text
 from research_tool.graph.session_limits import resolve_limits
 from research_tool.models.entities import SourceResult
-from research_tool.models.state import ResearchState
+from research_tool.models.state import ResearchState, merge_entities
 
 EXTRACT_CONCURRENCY = 4
 READ_FACTOR = 3  # sources read per cycle: up to READ_FACTOR x the tier's max_sources, best ranked first
@@ -65,9 +65,9 @@ async def process_node(state: ResearchState, runtime: Runtime[ResearchContext]) 
         for entity in step.value.entities:
             data = entity.model_dump(mode="json")
             if entity.key in entities:
-                merged = sorted(set(entities[entity.key]["sources"]) | set(data["sources"]))
-                entities[entity.key]["sources"] = merged
-                entities[entity.key]["mention_count"] = len(merged)
+                entities[entity.key] = merge_entities({entity.key: entities[entity.key]}, {entity.key: data})[
+                    entity.key
+                ]
             else:
                 entities[entity.key] = data
         tokens[f"extract:{iteration}:{url}"] = step.tokens
