@@ -92,7 +92,7 @@ def test_int8_vectors_carry_a_model_key_of_their_own() -> None:
 @needs_onnx
 def test_the_built_model_is_cached_and_reused(built_models: Path) -> None:
     encoder("onnx")
-    built = sorted(built_models.glob("*-fp32.onnx"))
+    built = sorted(built_models.glob("all-minilm-*-fp32.onnx"))  # the reader's model may be built there too
     assert len(built) == 1
     stamp = built[0].stat().st_mtime_ns
     again = SentenceEncoder(find_model_files(allow_download=False), runtime="onnx")

@@ -92,8 +92,8 @@ def test_sessions_keeps_status_and_stop_reason_whole_at_80_columns() -> None:
     assert max(len(line) for line in lines) <= 80
     assert lines[0].split() == ["id", "status", "stop", "reason", "created", "question"]
     assert "awaiting_clarification" in lines[1] and "How do" in lines[1] and lines[1].endswith("…")
-    assert "completed" in lines[2] and "citation_circularity" in lines[2]
-    assert "interrupted" in lines[3] and "max_execution_time" in lines[3] and lines[3].rstrip().endswith("short")
+    assert "completed" in lines[2] and "saturated: same sources" in lines[2]  # the stop reason in words
+    assert "interrupted" in lines[3] and "time limit reached" in lines[3] and lines[3].rstrip().endswith("short")
 
 
 @pytest.mark.parametrize(

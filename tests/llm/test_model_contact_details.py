@@ -89,7 +89,9 @@ async def test_model_written_contact_details_never_reach_the_report(corpus: Path
     events = json.dumps([e.model_dump(mode="json") for e in result.events])
     for text in (json.dumps(report), markdown, events):
         assert not [f for f in FORBIDDEN if f in text], [f for f in FORBIDDEN if f in text]
-    assert report["gaps"] == [HONEST_GAP]
+    # the model's honest gap, then the report's own count of findings resting on one source (made from its list)
+    assert report["gaps"][0] == HONEST_GAP
+    assert all(g.endswith("rest on a single independent source.") for g in report["gaps"][1:])
     assert report["short_answer"] is None
     assert report["findings"] and report["citations"]
     assert_citations_resolve(report, result.state)

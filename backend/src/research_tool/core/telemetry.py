@@ -58,6 +58,7 @@ class _State:
     provider: TracerProvider | None = None
     content: bool = False
     owners: int = 0
+    export_warning: _OneExportWarning | None = None  # says the one line of a process whose spans are not exported
 
 
 _STATE = _State()
@@ -100,10 +101,14 @@ class _OneExportWarning(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
+        self.say(record.getMessage()[:300])
+        return False
+
+    def say(self, reason: str) -> None:
+        """The warning the first time, a debug line after it."""
         from research_tool.core.logging import get_logger
 
         log = get_logger(__name__)
-        reason = record.getMessage()[:300]
         if self.said:
             log.debug("traces_not_exported", endpoint=self.endpoint, reason=reason)
         else:
@@ -114,12 +119,11 @@ class _OneExportWarning(logging.Filter):
                 reason=reason,
                 note="spans are dropped while the collector does not answer; said once",
             )
-        return False
 
 
 def _quiet_export_failures() -> None:
     endpoint = next((os.environ[n].strip() for n in ENDPOINT_VARIABLES if os.environ.get(n, "").strip()), "")
-    one = _OneExportWarning(endpoint)
+    one = _STATE.export_warning = _OneExportWarning(endpoint)
     for name in EXPORT_LOGGERS:
         logger = logging.getLogger(name)
         for old in [f for f in logger.filters if isinstance(f, _OneExportWarning)]:
@@ -175,12 +179,31 @@ async def open_tracing(*, content: bool = False) -> AsyncIterator[bool]:
             provider = _STATE.provider
             _STATE.tracer = _STATE.provider = None
             _STATE.content = False
-            await _shut_down_within(provider, EXPORT_AT_SHUTDOWN_S)
+            await _shut_down_within(provider, shutdown_export_s())
 
 
 # The last export at shutdown may take this long: inside the 5 s shutdown budget, with the 3 s graceful stop and
 # the process exit (a collector that accepts and never answers held `serve` 17.9 s, one that trickled 30.2 s).
 EXPORT_AT_SHUTDOWN_S = 1.0
+# ... unless the operator set the exporter's timeout (OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT): then that, up to this
+MAX_EXPORT_AT_SHUTDOWN_S = 3.5
+
+
+def shutdown_export_s(environ: Mapping[str, str] | None = None) -> float:
+    """How long the last export at shutdown is waited for: 1 s, or the timeout a standard variable sets (at most
+    `MAX_EXPORT_AT_SHUTDOWN_S`, inside the 5 s shutdown budget)."""
+    env = os.environ if environ is None else environ
+    for name in TIMEOUT_VARIABLES:
+        try:
+            seconds = float(env.get(name, "").strip())
+        except ValueError:
+            continue
+        if seconds > 0:
+            # the SDK reads these in seconds (the spec's milliseconds aside); anything larger is capped
+            return min(seconds, MAX_EXPORT_AT_SHUTDOWN_S)
+    return EXPORT_AT_SHUTDOWN_S
+
+
 # What is read of a collector's answer (its status line and headers aside); the rest is never read (a 400 MB
 # answer raised RSS by 395 MB). OTLP answers are a few bytes of protobuf (partial success at most).
 MAX_COLLECTOR_ANSWER_BYTES = 64 * 1024
@@ -211,7 +234,11 @@ async def _shut_down_within(provider: TracerProvider, within_s: float) -> None:
     try:
         await asyncio.wait_for(done, within_s)
     except TimeoutError:
-        get_logger(__name__).warning("trace_export_abandoned", reason="the collector did not answer", within_s=within_s)
+        reason = f"the collector did not answer within {within_s:g} s at shutdown; what it held is dropped"
+        if _STATE.export_warning is not None:
+            _STATE.export_warning.say(reason)  # the process's one line about traces
+        else:
+            get_logger(__name__).warning("traces_not_exported", reason=reason)
 
 
 def _bounded_session() -> Any:

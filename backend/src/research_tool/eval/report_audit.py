@@ -135,8 +135,8 @@ def totals(rows: Sequence[dict[str, Any]]) -> list[tuple[str, Any, str]]:
     """The audit's figures over scored rows (`answers.score`): (figure, value, target)."""
     answered_rows = [r for r in rows if r["completed"]]
     n = len(answered_rows)
-    if not n:
-        return []
+    if not n or not all("confident_wrong" in r for r in answered_rows):
+        return []  # rows scored without the audit
     wrong_short = sum(r["wrong_short"] for r in answered_rows)
     wrong_verdict = sum(r["wrong_verdict"] for r in answered_rows)
     unanswerable_given = sum(r["unanswerable_given"] for r in answered_rows)
