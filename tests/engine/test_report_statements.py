@@ -118,6 +118,13 @@ def test_an_exclusive_alternative_says_no() -> None:
     assert ask("Can I visit on a Friday in winter?", LEISURE, "Wednesday to Sunday").verdict == "Yes"
 
 
+def test_a_sure_reader_lets_one_term_go_unsaid_but_never_the_only_one_asked() -> None:
+    pages = folder(("Walks", "The footbridge below the falls reopened in April after the flood repairs."))
+    assert ask("Is the footbridge below the falls open again?", pages, "footbridge").verdict == "Yes"
+    # "sauna" is all the question asks of the leisure centre (its title words aside): unsaid, so no verdict
+    assert ask("Is there a sauna at the leisure centre?", LEISURE, "The lido").verdict is None
+
+
 def test_a_negated_deciding_sentence_says_no() -> None:
     assert ask("Do unused volunteering days carry over?", LEISURE, "Unused volunteering").verdict == "No"
 

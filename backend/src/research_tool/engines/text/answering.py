@@ -393,7 +393,7 @@ def read_yes_no(
     ranked = sorted(pool, key=lambda c: (-c.score, c.n, c.index))
     if not ranked or ranked[0].reading < mix.yes_no_at:
         return AnswerSelection([], None, False, closest=ranked[:2])
-    return _decided(intent, ranked, titles, sure=ranked[0].reading >= SURE_READING)
+    return _decided(intent, ranked, titles, reading=ranked[0].reading)
 
 
 def lexical_yes_no(
@@ -404,18 +404,15 @@ def lexical_yes_no(
     ranked = sorted(pool, key=lambda c: (-c.score, c.n, c.index))
     if not ranked or ranked[0].confidence < model.answered_at:
         return AnswerSelection([], None, False, closest=ranked[:2])
-    return _decided(intent, ranked, titles, sure=False)
-
-
-SURE_READING = 0.5  # the reader's probability above which light words of a yes/no question may go unstated
+    return _decided(intent, ranked, titles, reading=None)
 
 
 def _decided(
-    intent: QuestionIntent, ranked: Sequence[Candidate], titles: frozenset[str], *, sure: bool
+    intent: QuestionIntent, ranked: Sequence[Candidate], titles: frozenset[str], *, reading: float | None
 ) -> AnswerSelection:
     """The best sentence decides the verdict when it states what is asked (`decided_verdict`); otherwise the files do
     not say, and the two best sentences are quoted as the closest."""
-    said = decided_verdict(intent, ranked[0], titles, sure)
+    said = decided_verdict(intent, ranked[0], titles, reading)
     if said is None:
         return AnswerSelection([], None, False, closest=list(ranked[:2]))
     return AnswerSelection(list(ranked[:1]), said.casefold(), True, verdict=said)
