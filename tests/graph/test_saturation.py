@@ -114,6 +114,12 @@ def test_first_cycle_with_nothing_found_is_left_to_the_guards() -> None:
     assert decide(empty, readings(iteration=1)) is None
 
 
+def test_sources_that_name_nothing_do_not_stop_on_entity_saturation() -> None:
+    """A folder of how-to pages may hold facts but no names: no entity at all is no sign that research saturated."""
+    nameless = productive(iteration=1, entities_before=0, entities_after=0, facts_before=0, facts_after=4)
+    assert decide(nameless, readings(iteration=1)) is None
+
+
 def test_thresholds_are_configurable() -> None:
     lenient = SaturationThresholds(min_new_facts_ratio=0.6)
     metrics = calculate_saturation(**productive())

@@ -101,8 +101,8 @@ def saturation_stop(metrics: SaturationMetrics, thresholds: SaturationThresholds
         return None  # nothing found yet: the guards, not saturation, decide
     if metrics.new_facts_ratio < thresholds.min_new_facts_ratio:
         return StopReason.FACT_SATURATION
-    if metrics.new_entities_ratio < thresholds.min_new_entities_ratio:
-        return StopReason.ENTITY_SATURATION
+    if metrics.total_entities and metrics.new_entities_ratio < thresholds.min_new_entities_ratio:
+        return StopReason.ENTITY_SATURATION  # sources that name nothing (a how-to folder) say nothing of saturation
     if metrics.source_coverage > thresholds.max_source_coverage:
         return StopReason.SOURCE_COVERAGE
     if metrics.citation_circularity > thresholds.max_citation_circularity:
