@@ -146,7 +146,7 @@ def test_how_to_leads_with_the_api_page_whose_name_spells_the_question_even_with
         # a page holding only a signature and a member list: no prose, yet its name is the answer
         page(2, "tarball.ZipUnpacker", "tarball.ZipUnpacker\n\ntarball.ZipUnpacker(f, members=None)\n\n"),
     ]
-    selection = select_answer("How do I unpack a ZIP archive?", sources)
+    selection = select_answer("How do I unpack a ZIP?", sources)  # its name states the whole question
     assert selection.answered
     assert selection.sentences[0].statement == "tarball.ZipUnpacker(f, members=None)"
     assert selection.short_answer is not None and selection.short_answer.startswith("tarball.ZipUnpacker(")

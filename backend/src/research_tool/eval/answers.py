@@ -186,7 +186,7 @@ def verdict(report: dict[str, Any]) -> str | None:
     if short in ("yes", "no"):
         return short
     first = (answer_sentences(report.get("answer", "")) or [""])[0].casefold()
-    match = re.match(r"^(yes|no)\b", first)
+    match = re.match(r"^(yes|no)[.!]?$", first)  # "Yes." on its own; "No camping is allowed ..." is no verdict
     return match.group(1) if match else None
 
 
