@@ -18,6 +18,8 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 
 from research_tool.api.app import create_app
 from research_tool.bench.wiki_replay import Page, WikiReplay, build_pages, running_wiki
@@ -175,3 +177,19 @@ def sse_events(text: str) -> list[dict[str, Any]]:
         if data:
             events.append(json.loads("\n".join(data)))
     return events
+
+
+# A LangGraph-protocol client and a server whose Wikipedia answers slowly (a run stays busy long enough to stop it)
+@pytest.fixture
+async def slow_api(tmp_path: Path, slow_wiki: SlowWiki) -> AsyncIterator[LiveApi]:
+    with slow_wiki(0.25) as (url, _):
+        async with serve(offline_settings(tmp_path / "data", url)) as live:
+            yield live
+
+
+def client_of(api: LiveApi) -> LangGraphClient:
+    return get_client(url=api.base_url, api_key=None)
+
+
+async def collecting(api: LiveApi, thread_id: str) -> bool:
+    return any(e.type == "phase_started" and e.phase == "collect" for e in await api.services.events.replay(thread_id))

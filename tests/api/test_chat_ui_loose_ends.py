@@ -10,37 +10,19 @@ the official SDK, as the UI calls them:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from tests.support.polling import eventually
 
-from .conftest import OK_BODY, LiveApi, SlowWiki, offline_settings, serve
+from .conftest import OK_BODY, LiveApi, client_of, collecting
 
 pytestmark = pytest.mark.slow
 SLOW_INPUT = {**OK_BODY, "tier": "deep"}  # with a slow Wikipedia: runs for minutes unless stopped
 CHAT_OPTIONS = {k: v for k, v in OK_BODY.items() if k != "query"}
 REPLY = "the programming language"
-
-
-@pytest.fixture
-async def slow_api(tmp_path: Path, slow_wiki: SlowWiki) -> AsyncIterator[LiveApi]:
-    with slow_wiki(0.25) as (url, _):
-        async with serve(offline_settings(tmp_path / "data", url)) as live:
-            yield live
-
-
-def client_of(api: LiveApi) -> LangGraphClient:
-    return get_client(url=api.base_url, api_key=None)
-
-
-async def collecting(api: LiveApi, thread_id: str) -> bool:
-    return any(e.type == "phase_started" and e.phase == "collect" for e in await api.services.events.replay(thread_id))
 
 
 async def stopped_by_the_user(api: LiveApi, thread_id: str) -> None:

@@ -5,9 +5,7 @@ of a small parent graph."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from contextlib import aclosing
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import httpx
@@ -16,29 +14,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.pregel.remote import RemoteGraph
 from langgraph.types import Command
-from langgraph_sdk import get_client
-from langgraph_sdk.client import LangGraphClient
 
 from tests.support.polling import eventually
 
-from .conftest import OK_BODY, QUESTION, LiveApi, SlowWiki, offline_settings, serve
+from .conftest import OK_BODY, QUESTION, LiveApi, client_of, collecting
 
 SLOW_INPUT = {**OK_BODY, "tier": "standard"}
-
-
-@pytest.fixture
-async def slow_api(tmp_path: Path, slow_wiki: SlowWiki) -> AsyncIterator[LiveApi]:
-    with slow_wiki(0.25) as (url, _):
-        async with serve(offline_settings(tmp_path / "data", url)) as live:
-            yield live
-
-
-def client_of(api: LiveApi) -> LangGraphClient:
-    return get_client(url=api.base_url, api_key=None)
-
-
-async def collecting(api: LiveApi, thread_id: str) -> bool:
-    return any(e.type == "phase_started" and e.phase == "collect" for e in await api.services.events.replay(thread_id))
 
 
 @pytest.mark.slow

@@ -15,28 +15,12 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from research_tool import cli
 from research_tool.models.request import ResearchRequest, default_privacy
-from research_tool.providers.local_corpus.index import CorpusIndex
-from research_tool.providers.local_corpus.indexed_folders import remember_folder
-from research_tool.providers.search.local import INDEX_FILE
 
 from .conftest import offline_settings, serve
+from .test_indexed_folders import QUESTION, indexed
 
 pytestmark = pytest.mark.slow
-QUESTION = "How does an electric kettle know when to switch off?"
 LOCAL_ONLY_LINE = "privacy local only"
-
-
-async def indexed(tmp_path: Path) -> tuple[Path, Path]:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "kettle.md").write_text(
-        "# Electric kettles\n\nA bimetallic strip switches the kettle off when the steam reaches it.\n"
-    )
-    data = tmp_path / "data"
-    data.mkdir()
-    await CorpusIndex(data / INDEX_FILE).index_folder(folder)
-    remember_folder(data, folder)
-    return data, folder
 
 
 def test_the_rule_is_the_requests_and_the_cli_uses_it() -> None:

@@ -6,7 +6,7 @@ a thread is a research session. Not served: crons, the store, assistant CRUD and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -255,19 +255,7 @@ async def stream_run(
     run = await protocol.create_run(thread_id, body, traceparent)
     response = stream_response(protocol, thread_id, run.run_id, body.modes(), None)
     if body.on_disconnect == "cancel":  # what the SDKs' useStream sends: a client that leaves stops the run
-        frames = response.body_iterator
-
-        async def cancel_if_left() -> AsyncIterator[Any]:
-            ended = False
-            try:
-                async for chunk in frames:
-                    yield chunk
-                ended = True
-            finally:
-                if not ended:  # the client disconnected (this task is cancelled), or the stream failed
-                    protocol.cancel_when_left(thread_id, run.run_id)
-
-        response.body_iterator = cancel_if_left()
+        watch_stream_end(response, left=lambda: protocol.cancel_when_left(thread_id, run.run_id))
     return response
 
 
@@ -275,22 +263,38 @@ async def stream_run(
 async def stream_stateless_run(body: RunCreate, protocol: Protocol, traceparent: CallerTrace) -> StreamingResponse:
     run = await protocol.create_run(None, body, traceparent)
     response = stream_response(protocol, run.thread_id, run.run_id, body.modes(), None)
+    watch_stream_end(
+        response,
+        finished=lambda: stateless_cleanup(protocol, body, run.thread_id, run.run_id),
+        left=lambda: stateless_left(protocol, body, run.thread_id, run.run_id),
+    )
+    del response.headers["location"]
+    return response
+
+
+def watch_stream_end(
+    response: StreamingResponse,
+    *,
+    left: Callable[[], object],
+    finished: Callable[[], Awaitable[object]] | None = None,
+) -> None:
+    """Around a streamed run: `finished` once its last frame is sent, `left` when it is not (the client disconnected,
+    so this task is cancelled, or the stream failed)."""
     frames = response.body_iterator
 
-    async def then_clean_up() -> AsyncIterator[Any]:
-        cleaned = False
+    async def watched() -> AsyncIterator[Any]:
+        done = False
         try:
             async for chunk in frames:
                 yield chunk
-            await stateless_cleanup(protocol, body, run.thread_id, run.run_id)
-            cleaned = True
+            if finished is not None:
+                await finished()
+            done = True
         finally:
-            if not cleaned:  # the client disconnected (this task is cancelled), or the stream failed
-                stateless_left(protocol, body, run.thread_id, run.run_id)
+            if not done:
+                left()
 
-    response.body_iterator = then_clean_up()
-    del response.headers["location"]
-    return response
+    response.body_iterator = watched()
 
 
 async def wait_response(protocol: LangGraphProtocol, thread_id: str, run_id: str) -> JSONResponse:
