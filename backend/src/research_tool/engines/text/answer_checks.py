@@ -46,7 +46,7 @@ TIME_RE = re.compile(
     r"|\b(?:spring|summer|autumn|winter)\b|\b(?:1\d{3}|20\d{2})s?\b|\b\d{1,2}(?:st|nd|rd|th)\b",
     re.IGNORECASE,
 )
-_NUMBER_RE = re.compile(
+NUMBER_RE = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
     r"thousand|million|dozen|half|a couple)\b",
     re.IGNORECASE,
@@ -95,9 +95,9 @@ def _is_kind(kind: str, text: str) -> bool:
     if kind == "date":
         return TIME_RE.search(text) is not None or any(m.entity_type == "date" for m in find_mentions(text))
     if kind == "count":
-        return _NUMBER_RE.search(text) is not None and not re.search(r"[£$€]", text)
+        return NUMBER_RE.search(text) is not None and not re.search(r"[£$€]", text)
     if kind == "number":
-        return _NUMBER_RE.search(text) is not None
+        return NUMBER_RE.search(text) is not None
     if kind == "name":
         words = [w for w in re.findall(r"[\w'’.-]+", text) if w.casefold() not in ("of", "the", "and", "de", "&")]
         return bool(words) and all(w[:1].isupper() for w in words)
@@ -117,7 +117,7 @@ def _values(kind: str, statement: str) -> list[tuple[int, int]]:
     if kind == "date":
         return [(m.start(), m.end()) for m in TIME_RE.finditer(statement)]
     if kind in ("count", "number"):
-        return [(m.start(), m.end()) for m in _NUMBER_RE.finditer(statement)]
+        return [(m.start(), m.end()) for m in NUMBER_RE.finditer(statement)]
     return [
         (m.start, m.end)
         for m in find_mentions(statement)
@@ -169,7 +169,7 @@ def _counts_other_noun(intent: QuestionIntent, statement: str, span: str) -> boo
     counted = [
         word
         for i, word in enumerate(words)
-        if _NUMBER_RE.fullmatch(word) or word[:1].isdigit()
+        if NUMBER_RE.fullmatch(word) or word[:1].isdigit()
         if any(matched([noun], frozenset(content_stems(w))) for w in words[i + 1 : i + 3])
     ]
     return bool(counted) and not any(c in span for c in counted)
@@ -212,7 +212,7 @@ def names_no_source_mentions(intent: QuestionIntent, docs: Sequence[SourceDoc]) 
     if intent.answer_type == "howto":
         return []
     said = frozenset().union(*(stem_set(d.title) for d in docs), *(c.stems for d in docs for c in d.candidates))
-    initials = _initials(docs)
+    initials = _initials(docs) if any(w.isupper() for n in intent.names for w in n.split()) else frozenset()
     missing = []
     for name in intent.names:
         if " " not in name and re.search(rf"\b{re.escape(name)}\s+[a-z]", intent.text):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from research_tool.engines.text.answer_checks import TIME_RE
+from research_tool.engines.text.answer_checks import NUMBER_RE, TIME_RE
 from research_tool.engines.text.answering import AnswerSelection
 from research_tool.engines.text.entities import find_mentions
 from research_tool.engines.text.slots import Slot, required_slots
@@ -45,7 +45,6 @@ _DESCRIPTIONS = {
     "definition": "what it is",
 }
 _REASON_RE = re.compile(r"\b(?:because|since|so that|due to|owing to|as a result|in order to|reason)\b", re.IGNORECASE)
-_NUMBER_RE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred)\b", re.I)
 _NOT_A_HEAD = frozenset(["happens", "happened", "happen", "does", "did", "do", "is", "are", "was", "were"])
 
 
@@ -81,7 +80,7 @@ def fills(kind: str, text: str) -> bool:
     if kind == "date":
         return TIME_RE.search(text) is not None or any(m.entity_type == "date" for m in find_mentions(text))
     if kind == "number":
-        return _NUMBER_RE.search(text) is not None
+        return NUMBER_RE.search(text) is not None
     if kind in ("person", "place"):
         return any(m.entity_type not in ("date", "number", "concept") for m in find_mentions(text))
     if kind == "reason":
