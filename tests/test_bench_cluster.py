@@ -89,7 +89,7 @@ async def test_the_cluster_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         label = f"throughput, {workers} worker{'s' if workers > 1 else ''}: sessions per minute"
         assert label in names and result.figure(label).value is not None, names
     watched = result.details["watched"]
-    assert watched["completed"] == TINY_CLUSTER.watch_sessions and watched["lost"] == 0
+    assert watched["completed"] == TINY_CLUSTER.watch_sessions and watched["lost"] == 0, watched  # start_failures too
     assert watched["status_p95_ms"] is not None and watched["event_lag_p95_ms"] is not None
     kill = result.details["kill"]
     assert kill["running_at_kill"] >= 1 and kill["resumed"] == kill["running_at_kill"]
