@@ -77,6 +77,20 @@ def test_how_many_counts_the_asked_noun() -> None:
     assert selection.answered and selection.short_answer != "nine"
 
 
+def test_how_many_is_never_answered_with_a_share() -> None:
+    pages = folder(("Club news", "At the summer meeting 45% of members came and voted on the roof."))
+    selection = ask("How many members came to the summer meeting?", pages, "summer meeting")
+    assert selection.answered and selection.span is not None
+    assert selection.short_answer is None or "%" not in selection.short_answer
+
+
+def test_which_vet_asks_for_a_person_and_a_weekday_is_no_answer() -> None:
+    pages = folder(("Clinic rota", "The cat dental clinic is run by a vet on Thursday."))
+    selection = ask("Which vet runs the cat dental clinic?", pages, "dental clinic")
+    assert selection.answered and selection.span == "Thursday"
+    assert selection.short_answer is None
+
+
 def test_no_short_answer_from_a_lead_that_leaves_out_what_the_question_asks_about() -> None:
     pages = folder(
         (

@@ -94,13 +94,14 @@ def _is_kind(kind: str, text: str) -> bool:
         return _MONEY_RE.search(text) is not None
     if kind == "date":
         return TIME_RE.search(text) is not None or any(m.entity_type == "date" for m in find_mentions(text))
-    if kind == "count":
-        return NUMBER_RE.search(text) is not None and not re.search(r"[£$€]", text)
+    if kind == "count":  # a count of things: not an amount of money, nor a share ("45%" for "how many")
+        return NUMBER_RE.search(text) is not None and not re.search(r"[£$€%]|\bper\s?cent\b", text, re.IGNORECASE)
     if kind == "number":
         return NUMBER_RE.search(text) is not None
     if kind == "name":
         words = [w for w in re.findall(r"[\w'’.-]+", text) if w.casefold() not in ("of", "the", "and", "de", "&")]
-        return bool(words) and all(w[:1].isupper() for w in words)
+        named = bool(words) and all(w[:1].isupper() for w in words)
+        return named and not all(TIME_RE.fullmatch(w) for w in words)  # "Thursday" names a day, not who
     return True
 
 

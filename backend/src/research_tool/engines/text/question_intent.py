@@ -35,7 +35,12 @@ _PERSON_HEADS = frozenset(
      "athlete", "coach", "director", "producer", "politician", "president", "king", "queen", "prince",
      "princess", "emperor", "ruler", "leader", "founder", "artist", "painter", "sculptor", "architect",
      "scientist", "economist", "philosopher", "inventor", "explorer", "journalist", "anchor", "host",
-     "minister", "governor", "senator", "judge", "general", "officer", "chancellor", "pope", "bishop"]
+     "minister", "governor", "senator", "judge", "general", "officer", "chancellor", "pope", "bishop",
+     # everyday roles: "Which vet ...?", "Which speaker ...?" ask for a person too
+     "vet", "doctor", "dentist", "nurse", "surgeon", "hygienist", "teacher", "tutor", "speaker", "presenter",
+     "lecturer", "conductor", "chair", "chairman", "chairwoman", "secretary", "treasurer", "manager", "landlord",
+     "landlady", "tenant", "owner", "chef", "baker", "guide", "ranger", "instructor", "mechanic", "volunteer",
+     "trustee", "organiser", "organizer", "receptionist", "engineer", "pharmacist", "solicitor", "accountant"]
 )  # fmt: skip
 # words that name the answer's type, not its topic ("in what year", "how many people"): a sentence need not repeat them
 _TYPE_WORDS: dict[str, frozenset[str]] = {
