@@ -84,6 +84,16 @@ def test_how_many_is_never_answered_with_a_share() -> None:
     assert selection.short_answer is None or "%" not in selection.short_answer
 
 
+def test_no_short_answer_when_the_lead_or_the_next_sentence_corrects_the_value() -> None:
+    pages = folder(("Archive", "The museum holds 212 logbooks from the lighthouses. A recount in 2024 found 214."))
+    selection = ask("How many logbooks does the museum hold?", pages, "212 logbooks")
+    assert selection.answered and selection.sentences[0].statement.startswith("The museum holds 212")
+    assert selection.short_answer is None
+    talk = folder(("Programme", "The opening talk was to have been given by Ned Marsh, who is replaced by Ione Pask."))
+    selection = ask("Who gives the opening talk?", talk, "opening talk")
+    assert selection.answered and selection.short_answer is None
+
+
 def test_which_vet_asks_for_a_person_and_a_weekday_is_no_answer() -> None:
     pages = folder(("Clinic rota", "The cat dental clinic is run by a vet on Thursday."))
     selection = ask("Which vet runs the cat dental clinic?", pages, "dental clinic")

@@ -176,6 +176,21 @@ def _counts_other_noun(intent: QuestionIntent, statement: str, span: str) -> boo
     return bool(counted) and not any(c in span for c in counted)
 
 
+_CORRECTION_RE = re.compile(
+    r"\b(?:correct(?:ed|ion|s)|recount(?:ed)?|revised|actually|in fact|instead|replac(?:ed|es|ing)|in place of|"
+    r"originally|was to have|had been (?:due|planned|expected)|no longer|cancell?ed|postponed|rather than|erratum|"
+    r"mistaken(?:ly)?|wrongly|misprint(?:ed)?|typo)\b",
+    re.IGNORECASE,
+)
+
+
+def corrected(lead: Candidate, after: str) -> bool:
+    """The lead, or the sentence after it in its page, corrects or replaces a value ("212 logbooks ... A recount
+    found 214", "Dr Pask will give the talk, replacing Dr Marsh"): which value stands is a reading the span
+    cannot make, so the lead is quoted and no short answer is given."""
+    return _CORRECTION_RE.search(lead.statement) is not None or _CORRECTION_RE.search(after) is not None
+
+
 def span_answers(intent: QuestionIntent, lead: Candidate, span: str) -> bool:
     """The short answer fits the question: of the asked kind, from a lead stating every question term, not the
     value of another subject the lead contrasts, and for "how many" the count of the asked noun."""

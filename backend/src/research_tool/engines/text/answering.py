@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.answer_checks import (
+    corrected,
     decided_verdict,
     names_no_source_mentions,
     span_answers,
@@ -283,7 +284,15 @@ def select_answer(
     # the span checks (`answer_checks.span_answers`) carry the precision, so the gate may pass more spans
     precise = found is not None and found.probability >= min(load_span_model().threshold, CHECKED_SPAN_GATE)
     precise = precise and span is not None and span_answers(intent, lead, span)
+    precise = precise and not corrected(lead, _after(lead, docs))
     return AnswerSelection(chosen, span if "short_answer" in rules and precise else None, True, span=span)
+
+
+def _after(lead: Candidate, docs: Sequence[SourceDoc]) -> str:
+    """The sentence after the lead in its page ("" when it is the last)."""
+    doc = next((d for d in docs if d.n == lead.n), None)
+    later = [c for c in doc.candidates if c.index > lead.index] if doc is not None else []
+    return min(later, key=lambda c: c.index).statement if later else ""
 
 
 def asked_for(intent: QuestionIntent) -> AskedFor:
