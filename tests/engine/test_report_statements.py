@@ -84,6 +84,14 @@ def test_how_many_is_never_answered_with_a_share() -> None:
     assert selection.short_answer is None or "%" not in selection.short_answer
 
 
+def test_who_is_never_answered_with_the_place_the_sentence_puts_it_at() -> None:
+    at = folder(("Workshops", "The Saturday repair workshop is run at Tollbridge by our mechanics."))
+    selection = ask("Who runs the Saturday repair workshop?", at, "repair workshop")
+    assert selection.answered and selection.span == "Tollbridge" and selection.short_answer is None
+    by = folder(("Workshops", "The Saturday repair workshop is run by Ann Pask at Tollbridge."))
+    assert ask("Who runs the Saturday repair workshop?", by, "repair workshop").short_answer == "Ann Pask"
+
+
 def test_no_short_answer_when_the_lead_or_the_next_sentence_corrects_the_value() -> None:
     pages = folder(("Archive", "The museum holds 212 logbooks from the lighthouses. A recount in 2024 found 214."))
     selection = ask("How many logbooks does the museum hold?", pages, "212 logbooks")

@@ -191,6 +191,9 @@ def corrected(lead: Candidate, after: str) -> bool:
     return _CORRECTION_RE.search(lead.statement) is not None or _CORRECTION_RE.search(after) is not None
 
 
+_LOCATIVE_BEFORE_RE = re.compile(r"\b(?:in|at|near|outside|inside|around|towards|via)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
 def span_answers(intent: QuestionIntent, lead: Candidate, span: str) -> bool:
     """The short answer fits the question: of the asked kind, from a lead stating every question term, not the
     value of another subject the lead contrasts, and for "how many" the count of the asked noun."""
@@ -206,6 +209,10 @@ def span_answers(intent: QuestionIntent, lead: Candidate, span: str) -> bool:
         return not contrasted(intent, lead.statement, span, None)
     if not _is_kind(kind, span):
         return False
+    if intent.answer_type == "person" and _LOCATIVE_BEFORE_RE.search(
+        lead.statement[: max(lead.statement.find(span), 0)]
+    ):
+        return False  # "... held at Tollbridge": a place, not who
     if kind == "count" and _counts_other_noun(intent, lead.statement, span):
         return False
     return not contrasted(intent, lead.statement, span, kind)
