@@ -155,6 +155,12 @@ def test_an_opening_verb_and_article_glued_to_a_name_are_cut_off_and_indented_or
     assert set(_typed("- Add the Marrowby flag.")) == {"Marrowby"}
     assert _typed("Send the URL- and go.") == {"URL": "concept"}
     assert _typed("    Determines the size of the buffer.") == {}
+    # a definition list's description and a title's summary open after a dash
+    assert _typed("    - exit_on_error -- Determines whether the parser exits.") == {"exit_on_error": "concept"}
+    assert _typed("tarfile.open — Return a TarFile object for the path.") == {
+        "tarfile.open": "concept",
+        "TarFile": "concept",
+    }
 
 
 def test_a_constant_in_capitals_and_a_verb_opening_before_a_code_name_are_no_names() -> None:

@@ -367,7 +367,8 @@ KNOWN_PLACES = frozenset(
 # phrase glued across a line break or onto a weekday is cut, and a name is typed by its own words and its context.
 
 _CONSTANT_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # GEN_RUNNING, O_NONBLOCK: a code constant
-_SENTENCE_OPENING_RE = re.compile(r"(?:^|[.!?:]\s+|\n\s*|[\"“(]\s*)$")
+# a sentence opens at the start, after a full stop or colon, a dash or an arrow ("name -- Describes", "int -> Make")
+_SENTENCE_OPENING_RE = re.compile(r"(?:^|[.!?:]\s+|\s(?:[-–—]{1,2}|->)\s+|\n\s*|[\"“(]\s*)$")
 _LINE_OPENING_RE = re.compile(r"\s*(?:[-*•>]+|\d{1,3}[.)])?\s*")  # indentation, a bullet or a list number
 
 
