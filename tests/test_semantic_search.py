@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from research_tool.eval.scifact import load_judgements
+from research_tool.eval.beir import load_judgements
 from research_tool.providers.local_corpus import embeddings
 from research_tool.providers.local_corpus.embeddings import (
     ENCODER_DIR_ENV,

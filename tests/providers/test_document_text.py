@@ -9,7 +9,8 @@ from pathlib import Path
 from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.candidates import build_candidates
 from research_tool.models.entities import SourceResult
-from research_tool.providers.local_corpus.documents import read_documents, row_sentence
+from research_tool.providers.local_corpus.documents import row_sentence
+from research_tool.providers.local_corpus.formats import read_documents
 
 PRICES_HTML = """<!DOCTYPE html><html><head><title>Fees | Larkspur Rowing Club</title></head><body>
 <div class="cookie-banner">We use cookies to see how visitors use this site. <button>Accept</button></div>

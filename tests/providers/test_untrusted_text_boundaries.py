@@ -11,7 +11,7 @@ from research_tool.engines.llm_schemas import ApplyAnswersAnswer
 from research_tool.engines.structured_output import parse_structured
 from research_tool.models.entities import SourceResult
 from research_tool.providers.fetching.crawler import FetchedPage
-from research_tool.providers.local_corpus.documents import read_documents
+from research_tool.providers.local_corpus.formats import read_documents
 from research_tool.providers.snippets import plain_text
 
 DIRTY = "a\u0000b\u0007c\td\ne\r\nf\u001bg\u007fh\ud800i"

@@ -61,7 +61,7 @@ def _runtime_figures(encoder: Any, texts: list[str], claims: list[str]) -> dict[
     """One runtime's encoding throughput and CPU per passage on `texts`, and its per-query encoding latency."""
     import statistics
 
-    from research_tool.eval.scifact import _percentile
+    from research_tool.eval.beir import percentile
 
     encoder.encode(texts[:2])  # warm: first-run allocations are not the steady cost
     cpu, wall = time.process_time(), time.perf_counter()
@@ -77,10 +77,10 @@ def _runtime_figures(encoder: Any, texts: list[str], claims: list[str]) -> dict[
         "passages_per_s": round(len(texts) / wall, 2),
         "cpu_per_passage": round(cpu / len(texts), 4),
         "query_p50_ms": round(statistics.median(latencies), 1),
-        "query_p95_ms": round(_percentile(latencies, 0.95), 1),
+        "query_p95_ms": round(percentile(latencies, 0.95), 1),
         # CPU time is what an idle machine's wall time would be (one thread); the wall figures above wait for cores
         "query_cpu_p50_ms": round(statistics.median(cpu_ms), 1),
-        "query_cpu_p95_ms": round(_percentile(cpu_ms, 0.95), 1),
+        "query_cpu_p95_ms": round(percentile(cpu_ms, 0.95), 1),
     }
 
 
@@ -93,7 +93,7 @@ def add_semantic_figures(result: BenchResult, data: Path) -> None:
     from contextlib import closing
 
     from research_tool.eval import semantic
-    from research_tool.eval.scifact import _percentile, load_queries
+    from research_tool.eval.beir import load_queries, percentile
     from research_tool.providers.local_corpus.embeddings import (
         RUNTIMES,
         SentenceEncoder,
@@ -165,13 +165,13 @@ def add_semantic_figures(result: BenchResult, data: Path) -> None:
         mixed.append(1000 * (time.perf_counter() - began))
         mixed_cpu.append(1000 * (time.process_time() - began_cpu))
     result.add("semantic: BM25 top-10 latency p50", round(statistics.median(plain), 1), "ms")
-    result.add("semantic: BM25 top-10 latency p95", round(_percentile(plain, 0.95), 1), "ms")
+    result.add("semantic: BM25 top-10 latency p95", round(percentile(plain, 0.95), 1), "ms")
     result.add("semantic: hybrid top-10 latency p50", round(statistics.median(mixed), 1), "ms")
-    result.add("semantic: hybrid top-10 latency p95", round(_percentile(mixed, 0.95), 1), "ms")
-    result.add("semantic: latency added p95", round(_percentile(mixed, 0.95) - _percentile(plain, 0.95), 1), "ms")
+    result.add("semantic: hybrid top-10 latency p95", round(percentile(mixed, 0.95), 1), "ms")
+    result.add("semantic: latency added p95", round(percentile(mixed, 0.95) - percentile(plain, 0.95), 1), "ms")
     result.add(
         "semantic: CPU added per search p50 / p95",
         round(statistics.median(mixed_cpu) - statistics.median(plain_cpu), 1),
         "ms",
-        note=f"p95 {round(_percentile(mixed_cpu, 0.95) - _percentile(plain_cpu, 0.95), 1)} ms (idle-machine latency)",
+        note=f"p95 {round(percentile(mixed_cpu, 0.95) - percentile(plain_cpu, 0.95), 1)} ms (idle-machine latency)",
     )

@@ -24,6 +24,8 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.sdk.trace import TracerProvider
@@ -106,9 +108,7 @@ class _OneExportWarning(logging.Filter):
 
     def say(self, reason: str) -> None:
         """The warning the first time, a debug line after it."""
-        from research_tool.core.logging import get_logger
-
-        log = get_logger(__name__)
+        log = structlog.get_logger(__name__)
         if self.said:
             log.debug("traces_not_exported", endpoint=self.endpoint, reason=reason)
         else:
@@ -134,9 +134,8 @@ def _quiet_export_failures() -> None:
 def _start_provider() -> tuple[TracerProvider, Tracer] | None:
     """The SDK's tracer provider with a batching OTLP/HTTP exporter, or None (and a warning) without the extra."""
     from research_tool.core.extras import install_hint, module_installed
-    from research_tool.core.logging import get_logger
 
-    log = get_logger(__name__)
+    log = structlog.get_logger(__name__)
     if not module_installed("opentelemetry.sdk") or not module_installed("opentelemetry.exporter.otlp.proto.http"):
         log.warning("tracing_unavailable", reason="the 'otel' extra is not installed", hint=install_hint("otel"))
         return None
@@ -214,8 +213,6 @@ async def _shut_down_within(provider: TracerProvider, within_s: float) -> None:
     what a slow or hostile collector still holds then is dropped (with a warning) instead of the process."""
     import threading
 
-    from research_tool.core.logging import get_logger
-
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
@@ -238,7 +235,7 @@ async def _shut_down_within(provider: TracerProvider, within_s: float) -> None:
         if _STATE.export_warning is not None:
             _STATE.export_warning.say(reason)  # the process's one line about traces
         else:
-            get_logger(__name__).warning("traces_not_exported", reason=reason)
+            structlog.get_logger(__name__).warning("traces_not_exported", reason=reason)
 
 
 def _bounded_session() -> Any:

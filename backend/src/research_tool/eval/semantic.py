@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from research_tool.core.logging import configure_logging
-from research_tool.eval.scifact import (
+from research_tool.eval.beir import (
     DEFAULT_DATA_DIR,
-    _percentile,
     load_judgements,
     load_queries,
     ndcg_at_k,
+    percentile,
     recall_at_k,
 )
 from research_tool.providers.local_corpus.embeddings import encoder_threads, load_encoder, unavailable_reason
@@ -139,7 +139,7 @@ def evaluate(data_dir: Path, cache_dir: Path, *, latency_queries: int = 200) -> 
         "vector bytes per 1,000 documents": None,
         "query encoding p50/p95 ms": (
             round(statistics.median(encode_ms), 1),
-            round(_percentile(encode_ms, 0.95), 1),
+            round(percentile(encode_ms, 0.95), 1),
         ),
     }
     size = vector_bytes(index)
@@ -177,16 +177,16 @@ def evaluate(data_dir: Path, cache_dir: Path, *, latency_queries: int = 200) -> 
         index.search_sync(queries[query_id], roots=[corpus], limit=10)
         mixed.append(1000 * (time.perf_counter() - began))
         mixed_cpu.append(1000 * (time.process_time() - began_cpu))
-    result["top-10 latency BM25 p50/p95 ms"] = (round(statistics.median(plain), 1), round(_percentile(plain, 0.95), 1))
+    result["top-10 latency BM25 p50/p95 ms"] = (round(statistics.median(plain), 1), round(percentile(plain, 0.95), 1))
     result["top-10 latency hybrid p50/p95 ms"] = (
         round(statistics.median(mixed), 1),
-        round(_percentile(mixed, 0.95), 1),
+        round(percentile(mixed, 0.95), 1),
     )
-    result["latency added p95 ms"] = round(_percentile(mixed, 0.95) - _percentile(plain, 0.95), 1)
+    result["latency added p95 ms"] = round(percentile(mixed, 0.95) - percentile(plain, 0.95), 1)
     # CPU time (one thread): what the wall times above would be on an idle machine
     result["CPU added per search p50/p95 ms"] = (
         round(statistics.median(mixed_cpu) - statistics.median(plain_cpu), 1),
-        round(_percentile(mixed_cpu, 0.95) - _percentile(plain_cpu, 0.95), 1),
+        round(percentile(mixed_cpu, 0.95) - percentile(plain_cpu, 0.95), 1),
     )
     return result
 

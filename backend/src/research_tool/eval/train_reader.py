@@ -44,7 +44,7 @@ from research_tool.engines.text.tokens import content_stems
 from research_tool.eval import owndocs
 from research_tool.eval.multihop import DEFAULT_EVAL_DIR
 from research_tool.models.entities import SourceResult
-from research_tool.providers.local_corpus.documents import read_documents
+from research_tool.providers.local_corpus.formats import read_documents
 from research_tool.providers.local_corpus.reader_inputs import Passage, encode_batch
 
 SEED = 20261126

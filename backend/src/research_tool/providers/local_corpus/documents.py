@@ -519,14 +519,3 @@ def read_jsonl(path: Path, data: bytes) -> list[CorpusDocument]:
     if bad_lines:
         log.warning("jsonl_lines_skipped", file=str(path), skipped=bad_lines, kept=len(documents))
     return documents
-
-
-# --- dispatch -----------------------------------------------------------------------------------
-
-
-def read_documents(path: Path, data: bytes) -> list[CorpusDocument]:
-    """Parse one file's bytes into its documents, whatever its format (formats.py's table); raises
-    DocumentParseError when it cannot."""
-    from research_tool.providers.local_corpus.formats import read_documents as read_any
-
-    return read_any(path, data)
