@@ -109,6 +109,7 @@ class AnswerSet:
     texts: dict[str, str]  # doc id -> text (citation precision)
     test: list[Item] | None = None  # the test part, when the split is not by position
     vectors: bool = False  # its folder is indexed with dense vectors whenever the `semantic` extra is here
+    tier: str | None = None  # asked at this tier instead of the set's own (`--tier`)
 
 
 # --- normalisation and splitting -------------------------------------------------------------------
@@ -372,7 +373,7 @@ async def _run_reports(answer_set: AnswerSet, items: list[Item], settings: Setti
         for item in items:
             request = ResearchRequest(
                 query=item.question,
-                tier=_tier(answer_set.name),
+                tier=answer_set.tier or _tier(answer_set.name),
                 providers=["local"],
                 corpus_dirs=[str(item.corpus or answer_set.corpus)],
                 fetch=False,
@@ -781,6 +782,7 @@ async def run(
     captured: dict[str, list[dict[str, Any]]] | None = None,
     semantic: bool = False,
     lexical_beside: bool = False,
+    tier: str | None = None,
 ) -> list[dict[str, Any]]:
     results = []
     for name in sets:
@@ -804,6 +806,7 @@ async def run(
         if answer_set is None:
             print(f"skipped {name}: no data in {folder}", file=sys.stderr)
             continue
+        answer_set.tier = tier
         items = _part(answer_set, part)
         items = items[:limit] if limit else items
         if not items:
@@ -868,6 +871,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with the answer reader here, ask every question again with it off and print those figures beside",
     )
+    parser.add_argument(
+        "--tier",
+        choices=("simple", "standard", "deep"),
+        help="ask every question at this tier (default: each set's own; `make run` asks at the standard one)",
+    )
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
     captured: dict[str, list[dict[str, Any]]] | None = {} if args.capture else None
@@ -882,6 +890,7 @@ def main(argv: list[str] | None = None) -> int:
             captured,
             args.semantic,
             args.lexical_beside,
+            args.tier,
         )
     )
     if args.capture and captured is not None:
