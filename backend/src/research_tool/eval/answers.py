@@ -4,7 +4,10 @@ Three sets, each indexed as a local corpus and asked through the real runner (`l
 - SQuAD (squad_dev_part2): one document per paragraph; 300 questions sampled with a fixed seed from the indexed
   articles, plus 100 questions from articles left out of the index (the unanswerable set).
 - HotpotQA (hotpotqa_train100): one document per context page; yes/no comparisons scored by their verdict.
-- how-to (howto_pydoc/dev.jsonl) over the `make run` demo corpus: an `any_of` API in the first two sentences.
+- how-to (howto_pydoc/dev.jsonl and more.jsonl) over the `make run` demo corpus, indexed as `make run` indexes it
+  (with dense vectors when the `semantic` extra is installed; DEMO_VECTORS=0 without): the asked API's page among
+  the sources the answer read (`api_page`; beside it, among BM25's top 5 for the question), an `any_of` API in the
+  first two sentences, and a question whose API has no page refused.
 - MuSiQue (musique_train100): one document per corpus paragraph; 2-4 hop questions, gold the answer or one of
   its aliases; asked at HotpotQA's tier (about a minute and a half per part through the runner).
 
