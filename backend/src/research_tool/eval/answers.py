@@ -816,7 +816,8 @@ async def run(
             print(f"skipped {name}: its part {part!r} is empty", file=sys.stderr)
             continue
         started = time.perf_counter()
-        read: dict[str, list[dict[str, Any]]] = {} if captured is None else captured
+        # the sources each answer read: kept for the how-to set's API-page figure (or when --capture asks)
+        read: dict[str, list[dict[str, Any]]] | None = {} if captured is None and name == "howto" else captured
         reports = await run_reports(answer_set, items, work, concurrency, read, semantic)
         base = await baselines(answer_set, items, work)
         result = score(answer_set, items, reports, base, read)
@@ -825,7 +826,7 @@ async def run(
         result["summary"] = summarize(result)
         if lexical_beside and answer_reader() is not None:
             with _reader_off():
-                plain_read: dict[str, list[dict[str, Any]]] = {}
+                plain_read: dict[str, list[dict[str, Any]]] | None = {} if name == "howto" else None
                 plain_reports = await run_reports(answer_set, items, work, concurrency, plain_read)
                 plain = score(answer_set, items, plain_reports, base, plain_read)
             result["lexical_summary"] = summarize(plain)
