@@ -4,7 +4,10 @@ Three sets, each indexed as a local corpus and asked through the real runner (`l
 - SQuAD (squad_dev_part2): one document per paragraph; 300 questions sampled with a fixed seed from the indexed
   articles, plus 100 questions from articles left out of the index (the unanswerable set).
 - HotpotQA (hotpotqa_train100): one document per context page; yes/no comparisons scored by their verdict.
-- how-to (howto_pydoc/dev.jsonl) over the `make run` demo corpus: an `any_of` API in the first two sentences.
+- how-to (howto_pydoc/dev.jsonl and more.jsonl) over the `make run` demo corpus, indexed as `make run` indexes it
+  (with dense vectors when the `semantic` extra is installed; DEMO_VECTORS=0 without): the asked API's page among
+  the sources the answer read (`api_page`; beside it, among BM25's top 5 for the question), an `any_of` API in the
+  first two sentences, and a question whose API has no page refused.
 - MuSiQue (musique_train100): one document per corpus paragraph; 2-4 hop questions, gold the answer or one of
   its aliases; asked at HotpotQA's tier (about a minute and a half per part through the runner).
 
@@ -72,6 +75,7 @@ TARGETS: dict[str, str] = {
     "hotpot_yes_no": ">= 0.85",
     "hotpot_both_pages": ">= 0.85",
     "musique_first_sentence": "",
+    "howto_api_page_read": ">= 0.95 (BM25: the index's top 5 for the question)",
     "howto_first_two": ">= 0.85",
     "owndocs_first_sentence": ">= 0.85",
     "owndocs_yes_no": ">= 0.80",
@@ -107,6 +111,8 @@ class AnswerSet:
     corpus: Path  # folder to index
     texts: dict[str, str]  # doc id -> text (citation precision)
     test: list[Item] | None = None  # the test part, when the split is not by position
+    vectors: bool = False  # its folder is indexed with dense vectors whenever the `semantic` extra is here
+    tier: str | None = None  # asked at this tier instead of the set's own (`--tier`)
 
 
 # --- normalisation and splitting -------------------------------------------------------------------
@@ -287,7 +293,8 @@ def load_howto(path: Path, corpus: Path) -> AnswerSet:
             if line.strip():
                 q = json.loads(line)
                 items.append(Item(q["id"], q["question"], list(q["any_of"]), "howto"))
-    return AnswerSet("howto", items, corpus, {})
+    # as `make run` indexes it: with dense vectors when the extra is installed (DEMO_VECTORS=0 turns them off)
+    return AnswerSet("howto", items, corpus, {}, vectors=os.environ.get("DEMO_VECTORS", "1") != "0")
 
 
 def load_owndocs(folder: Path, work: Path) -> AnswerSet:
@@ -352,9 +359,10 @@ async def run_reports(
     settings = Settings(
         data_dir=work / answer_set.name / "run", max_concurrent_sessions=concurrency, semantic_search=semantic
     )
-    # The index the local provider opens, vectors included with --semantic: encoded here, before the sessions,
-    # as a user runs `index --semantic` on a folder first (else the first searches wait on the encoding).
-    index = open_corpus_index(settings.db_path("local_index.db"), semantic=semantic)
+    # The index the local provider opens, vectors included with --semantic (and for the demo corpus, as `make run`
+    # indexes it): encoded here, before the sessions, as a user runs `index --semantic` on a folder first (else the
+    # first searches wait on the encoding).
+    index = open_corpus_index(settings.db_path("local_index.db"), semantic=semantic or answer_set.vectors)
     for corpus in dict.fromkeys(item.corpus or answer_set.corpus for item in items):
         await index.index_folder(corpus)
     with _capturing(captured):
@@ -368,7 +376,7 @@ async def _run_reports(answer_set: AnswerSet, items: list[Item], settings: Setti
         for item in items:
             request = ResearchRequest(
                 query=item.question,
-                tier=_tier(answer_set.name),
+                tier=answer_set.tier or _tier(answer_set.name),
                 providers=["local"],
                 corpus_dirs=[str(item.corpus or answer_set.corpus)],
                 fetch=False,
@@ -382,6 +390,37 @@ async def _run_reports(answer_set: AnswerSet, items: list[Item], settings: Setti
             report = await services.runner.report(session_id) if record.status == "completed" else None
             reports.append(report or {})
     return reports
+
+
+def api_page(title: str, text: str, any_of: Sequence[str]) -> bool:
+    """A demo-corpus page is the asked API's page: its qualified name (the title before " — ") holds an `any_of`
+    name ("re.Pattern.sub" for "Pattern.sub", "configparser.RawConfigParser.read" for "ConfigParser": what the
+    answer naming that page would be scored right for), a call form names its last part ("queue.Queue.get" for
+    "get("), and for a parameter (`timeout=`) its call signature (the body's first line) takes that parameter."""
+    head = title.split(" — ", 1)[0].strip()
+    body = text.split("\n\n", 2)
+    signature = body[1] if len(body) > 1 and body[0].strip() == title.strip() else body[0]
+    for name in any_of:
+        key = name.rstrip("(=")
+        if not key or " " in key:
+            continue
+        if name.endswith("="):
+            if f"{key}=" in signature.split("(", 1)[-1].split("\n", 1)[0]:
+                return True
+        elif name.endswith("("):
+            if head == key or head.endswith(f".{key}"):
+                return True
+        elif key in head:
+            return True
+    return False
+
+
+def api_rank(sources: Sequence[dict[str, Any]], any_of: Sequence[str]) -> int | None:
+    """The position (1-based) of the first source read that is the asked API's page, or None."""
+    for position, source in enumerate(sources, start=1):
+        if api_page(str(source.get("title") or ""), str(source.get("full_content") or ""), any_of):
+            return position
+    return None
 
 
 def _tier(name: str) -> str | None:
@@ -398,7 +437,13 @@ async def baselines(answer_set: AnswerSet, items: list[Item], work: Path) -> lis
     for item in items:
         roots = [item.corpus or answer_set.corpus]
         hits = await index.search(item.question, roots=roots, limit=BASELINE_SOURCES[answer_set.name])
-        out.append({"sentence": bm25_top_sentence(item.question, hit_sources(hits)), "docs": [h.doc_id for h in hits]})
+        out.append(
+            {
+                "sentence": bm25_top_sentence(item.question, hit_sources(hits)),
+                "docs": [h.doc_id for h in hits],
+                "pages": [{"title": h.title, "full_content": h.text} for h in hits],
+            }
+        )
     return out
 
 
@@ -426,11 +471,20 @@ def bm25_top_sentence(question: str, sources: Sequence[NumberedSource]) -> str:
 
 
 def score(
-    answer_set: AnswerSet, items: list[Item], reports: list[dict[str, Any]], base: list[dict[str, Any]]
+    answer_set: AnswerSet,
+    items: list[Item],
+    reports: list[dict[str, Any]],
+    base: list[dict[str, Any]],
+    read: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
+    """Every question's row; `read` (the sources the runner gave the answer selection, by question, as `--capture`
+    writes them) says whether a how-to question's API page was among them."""
     rows = []
     folder_texts: dict[Path, list[str]] = {}
     for item, report, b in zip(items, reports, base, strict=True):
+        howto = item.kind == "howto" and bool(item.answers)
+        sources_read = [s["source"] for s in (read or {}).get(item.question, [])]
+        rank = api_rank(sources_read, item.answers) if howto else None
         answer = report.get("answer", "")
         sentences = answer_sentences(answer)
         first = sentences[0] if sentences else ""
@@ -460,6 +514,9 @@ def score(
             "detail": item.detail,
             "base_both": bool(item.gold_docs) and item.gold_docs <= set(b["docs"]),
             "base_howto": item.kind == "howto" and any(a in b["sentence"] for a in item.answers),
+            "api_read": rank is not None,
+            "api_rank": rank,
+            "base_api_read": howto and api_rank(b.get("pages", []), item.answers) is not None,
             "question": item.question,
             "first_sentence": first,
             "short_answer": short,
@@ -563,6 +620,9 @@ def show_misses(result: dict[str, Any]) -> str:
         if r["kind"] == "howto" and not r["howto_ok"]:
             out.append(f"howto     {r['id']} {r['question']} | any_of {r['gold']} | {r['first_sentence']}")
     for r in result["rows"]:
+        if r["kind"] == "howto" and r["gold"] and not r["api_read"]:
+            out.append(f"api page  {r['id']} {r['question']} | any_of {r['gold']} | not among the sources read")
+    for r in result["rows"]:
         if r.get("confident_wrong"):
             said = r["short_answer"] or (r["answer"].split("\n", 1)[0])
             out.append(f"wrong     {r['id']} [{r['kind']}] {r['question']} | gold {r['gold']} | said {said!r}")
@@ -660,6 +720,12 @@ def summarize(result: dict[str, Any]) -> list[tuple[str, Any, str, Any]]:
         covered = [r for r in rows if r["gold"]]
         uncovered = [{"x": not r["answered"]} for r in rows if not r["gold"]]
         lines += [
+            (
+                "howto_api_page_read",
+                _rate(covered, "api_read"),
+                TARGETS["howto_api_page_read"],
+                _rate(covered, "base_api_read"),
+            ),
             ("howto_first_two", _rate(covered, "howto_ok"), TARGETS["howto_first_two"], _rate(covered, "base_howto")),
             ("howto_anywhere", _rate(covered, "howto_anywhere"), "", None),
             ("howto_not_in_corpus_refused", _rate(uncovered, "x"), "", 0.0),
@@ -719,6 +785,7 @@ async def run(
     captured: dict[str, list[dict[str, Any]]] | None = None,
     semantic: bool = False,
     lexical_beside: bool = False,
+    tier: str | None = None,
 ) -> list[dict[str, Any]]:
     results = []
     for name in sets:
@@ -742,21 +809,26 @@ async def run(
         if answer_set is None:
             print(f"skipped {name}: no data in {folder}", file=sys.stderr)
             continue
+        answer_set.tier = tier
         items = _part(answer_set, part)
         items = items[:limit] if limit else items
         if not items:
             print(f"skipped {name}: its part {part!r} is empty", file=sys.stderr)
             continue
         started = time.perf_counter()
-        reports = await run_reports(answer_set, items, work, concurrency, captured, semantic)
+        # the sources each answer read: kept for the how-to set's API-page figure (or when --capture asks)
+        read: dict[str, list[dict[str, Any]]] | None = {} if captured is None and name == "howto" else captured
+        reports = await run_reports(answer_set, items, work, concurrency, read, semantic)
         base = await baselines(answer_set, items, work)
-        result = score(answer_set, items, reports, base)
+        result = score(answer_set, items, reports, base, read)
         result["wall_s"] = round(time.perf_counter() - started, 1)
         result["part"] = part
         result["summary"] = summarize(result)
         if lexical_beside and answer_reader() is not None:
             with _reader_off():
-                plain = score(answer_set, items, await run_reports(answer_set, items, work, concurrency), base)
+                plain_read: dict[str, list[dict[str, Any]]] | None = {} if name == "howto" else None
+                plain_reports = await run_reports(answer_set, items, work, concurrency, plain_read)
+                plain = score(answer_set, items, plain_reports, base, plain_read)
             result["lexical_summary"] = summarize(plain)
         results.append(result)
     return results
@@ -803,6 +875,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with the answer reader here, ask every question again with it off and print those figures beside",
     )
+    parser.add_argument(
+        "--tier",
+        choices=("simple", "standard", "deep"),
+        help="ask every question at this tier (default: each set's own; `make run` asks at the standard one)",
+    )
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
     captured: dict[str, list[dict[str, Any]]] | None = {} if args.capture else None
@@ -817,6 +894,7 @@ def main(argv: list[str] | None = None) -> int:
             captured,
             args.semantic,
             args.lexical_beside,
+            args.tier,
         )
     )
     if args.capture and captured is not None:

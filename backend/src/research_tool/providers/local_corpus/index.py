@@ -76,6 +76,7 @@ _OPTIMIZE_AFTER_DOCS = 1_000
 _TOKEN = re.compile(r"[^\W_]+")
 _COMPOUND = re.compile(r"[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")  # a word of parts: "DictReader", "sha256"
 _COMPOUND_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_HYPHENATED_NAME = re.compile(r"(?<![\w-])([^\W\d_]+)-(\d+)(?![\w-])")  # "sha-256", "utf-8"; not "a-1-b"
 
 
 def name_parts(title: str) -> str:
@@ -89,14 +90,22 @@ def name_parts(title: str) -> str:
     return " ".join(parts)
 
 
+def joined_names(text: str) -> list[str]:
+    """The names a query spells with a hyphen between letters and digits, joined as an identifier writes them:
+    "SHA-256" -> "sha256", "UTF-8" -> "utf8". The tokenizer cuts "SHA-256" into "sha" and "256", which also
+    match `sha3_256` ("sha3", "256") and `sha384`'s parts as well as `sha256`; the joined word is `sha256`'s own."""
+    return [f"{letters}{digits}" for letters, digits in _HYPHENATED_NAME.findall(text.casefold())]
+
+
 def build_match_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> str | None:
     """Free text -> a safe FTS5 MATCH expression (an OR of quoted terms), or None if nothing is left.
 
     Every term is a word character run in double quotes, so FTS5 operators and syntax in the input
     (quotes, `-`, `:`, `*`, `AND`, `NOT`, `NEAR`, parentheses) are plain text. Stopwords are dropped
     unless nothing else is left; an OR of terms lets documents that match part of the query rank.
+    A hyphenated name ("SHA-256") is searched joined as well (`joined_names`).
     """
-    tokens = _TOKEN.findall(text.casefold())
+    tokens = _TOKEN.findall(text.casefold()) + joined_names(text)
     terms = [t for t in tokens if t not in STOPWORDS] or tokens
     unique = list(dict.fromkeys(terms))[:max_terms]
     if not unique:
