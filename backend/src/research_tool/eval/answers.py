@@ -5,7 +5,7 @@ Three sets, each indexed as a local corpus and asked through the real runner (`l
   articles, plus 100 questions from articles left out of the index (the unanswerable set).
 - HotpotQA (hotpotqa_train100): one document per context page; yes/no comparisons scored by their verdict.
 - how-to (howto_pydoc/dev.jsonl and more.jsonl) over the `make run` demo corpus, indexed as `make run` indexes it
-  (with dense vectors when the `semantic` extra is installed; DEMO_VECTORS=0 without): the asked API's page among
+  (without dense vectors; DEMO_VECTORS=1 with them, when the `semantic` extra is installed): the asked API's page among
   the sources the answer read (`api_page`; beside it, among BM25's top 5 for the question), an `any_of` API in the
   first two sentences, and a question whose API has no page refused.
 - MuSiQue (musique_train100): one document per corpus paragraph; 2-4 hop questions, gold the answer or one of
@@ -293,8 +293,8 @@ def load_howto(path: Path, corpus: Path) -> AnswerSet:
             if line.strip():
                 q = json.loads(line)
                 items.append(Item(q["id"], q["question"], list(q["any_of"]), "howto"))
-    # as `make run` indexes it: with dense vectors when the extra is installed (DEMO_VECTORS=0 turns them off)
-    return AnswerSet("howto", items, corpus, {}, vectors=os.environ.get("DEMO_VECTORS", "1") != "0")
+    # as `make run` indexes it: without dense vectors unless DEMO_VECTORS=1 (and the extra is installed)
+    return AnswerSet("howto", items, corpus, {}, vectors=os.environ.get("DEMO_VECTORS", "0") != "0")
 
 
 def load_owndocs(folder: Path, work: Path) -> AnswerSet:
