@@ -187,6 +187,68 @@ def hotpot_groups(folder: Path, rng: random.Random) -> list[Group]:
     return groups
 
 
+def pool_groups(
+    pools_file: Path,
+    eval_dir: Path,
+    work_dir: Path,
+    rng: random.Random,
+    *,
+    hold_folders: Sequence[str] = (),
+    hold_squad_articles: int = 0,
+) -> list[Group]:
+    """Groups from the runner's own candidate pools (`eval.answers --capture` on the fit parts): the sentences the
+    reader reads at run time (the lexical ranker's best `READ_TOP`), so its negatives are the ones it must beat
+    there. Fit questions only; a fold's held-out folders and articles (and SQuAD's unanswerable questions, whose
+    articles are not indexed) are left out."""
+    from research_tool.engines.text.answering import rank_candidates
+    from research_tool.engines.text.question_intent import classify_question
+    from research_tool.eval.answers import load_owndocs, load_squad
+    from research_tool.eval.fit_reader_mix import READ_TOP, labelled
+
+    first_held = SQUAD_FIT_ARTICLES - hold_squad_articles
+    items = {}
+    for answer_set in (
+        load_owndocs(eval_dir / "owndocs", work_dir),
+        load_squad(eval_dir / "squad_dev_part2", work_dir),
+    ):
+        for item in answer_set.items:  # the fit part only
+            if answer_set.name == "owndocs" and item.corpus is not None and item.corpus.name in hold_folders:
+                continue
+            held = not item.gold_docs or any(int(doc[1:3]) >= first_held for doc in item.gold_docs)
+            if answer_set.name == "squad" and hold_squad_articles and held:
+                continue
+            items[item.question] = (answer_set.name, item)
+    pools = json.loads(pools_file.read_text(encoding="utf-8"))
+    groups: list[Group] = []
+    for question, raw in pools.items():
+        if question not in items:
+            continue
+        name, item = items[question]
+        if item.kind == "yes_no":
+            continue  # its sentence is labelled by the verdict, not the gold sentence
+        sources = [NumberedSource.model_validate(s) for s in raw]
+        read = sorted(
+            rank_candidates(classify_question(question), build_candidates(sources)),
+            key=lambda c: (-c.score, c.n, c.index),
+        )[:READ_TOP]
+        labels = [labelled(item, c.statement) for c in read]
+        if item.kind != "unanswerable" and not any(labels):
+            continue  # the answer is not among the read: nothing to rank
+        positive = [i for i, x in enumerate(labels) if x][:2]
+        negatives = [i for i, x in enumerate(labels) if not x]  # best first, as the ranker ordered them
+        chosen = positive + negatives[: GROUP - len(positive)]
+        rng.shuffle(chosen)
+        groups.append(
+            Group(
+                question,
+                [Passage(read[i].statement, read[i].reader_context) for i in chosen],
+                [1.0 if labels[i] else 0.0 for i in chosen],
+                f"pools-{name}",
+            )
+        )
+    return groups
+
+
 def fit_groups(
     eval_dir: Path,
     rng: random.Random,
@@ -437,6 +499,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-every", type=float, default=180.0)
     parser.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint")
     parser.add_argument("--log", type=Path, help="append each loss point (JSON lines) to this file")
+    parser.add_argument(
+        "--pools", type=Path, help="add groups from the runner's captured fit pools (eval.answers --capture)"
+    )
+    parser.add_argument("--pools-weight", type=int, default=3, help="times each pool group is repeated")
+    parser.add_argument("--work-dir", type=Path, default=Path("data/eval"), help="eval.answers' work dir (--pools)")
     args = parser.parse_args(argv)
     try:
         import numpy as np
@@ -467,6 +534,15 @@ def main(argv: list[str] | None = None) -> int:
         hold_squad_articles=args.hold_squad_articles,
         owndocs_weight=args.owndocs_weight,
     )
+    if args.pools is not None:
+        groups += args.pools_weight * pool_groups(
+            args.pools,
+            args.eval_dir,
+            args.work_dir,
+            rng,
+            hold_folders=hold,
+            hold_squad_articles=args.hold_squad_articles,
+        )
     rng.shuffle(groups)
     held = [g for g in groups if g.origin in ("squad", "owndocs")][: args.held_out]
     held_ids = {id(g) for g in held}
