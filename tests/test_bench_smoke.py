@@ -55,8 +55,8 @@ EXPECTED_FIGURES = {
     "answer_reader": [
         "lexical ranker alone",
         "with the answer reader",
-        "server (1 sessions at once), reader on: sessions a minute",
-        "server (1 sessions at once), reader off: sessions a minute",
+        "server (1 session at once), reader on: sessions a minute",
+        "server (1 session at once), reader off: sessions a minute",
     ],
     "documents": ["indexing speed, 9 kinds mixed", "index again, unchanged"],
     "model_hang": ["session wall time", "provider calls (search done)", "degraded_mode", "model fallbacks"],

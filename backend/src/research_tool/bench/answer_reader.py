@@ -101,7 +101,7 @@ async def _server_pair(result: BenchResult, workdir: Path, n: int) -> None:
         )
         row = rows[mode]
         result.add(
-            f"server ({n} sessions at once), reader {mode}: sessions a minute",
+            f"server ({n} session{'s' if n != 1 else ''} at once), reader {mode}: sessions a minute",
             row["sessions_per_min"],
             "/min",
             note=f"{row['cpu_s_per_session']} CPU-s a session (server + workers), CPU bound "
