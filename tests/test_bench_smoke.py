@@ -52,7 +52,12 @@ EXPECTED_FIGURES = {
     ],
     "local_index": ["index time", "query latency top-10 p50", "query latency top-10 p95"],
     "splitter": ["split 10 KB", "split 100 KB", "seconds per MB at the largest size"],
-    "answer_reader": ["lexical ranker alone", "with the answer reader"],
+    "answer_reader": [
+        "lexical ranker alone",
+        "with the answer reader",
+        "server (1 session at once), reader on: sessions a minute",
+        "server (1 session at once), reader off: sessions a minute",
+    ],
     "documents": ["indexing speed, 9 kinds mixed", "index again, unchanged"],
     "model_hang": ["session wall time", "provider calls (search done)", "degraded_mode", "model fallbacks"],
     "storage": [
@@ -108,6 +113,7 @@ async def test_every_benchmark_runs_at_its_smallest_size_and_reports_its_figures
         "storage_rss_sessions": 3,
         "langgraph_streams": SMOKE_STREAMS,
         "tracing_sessions": 1,
+        "reader_server_sessions": 1,
     }
     sizes = Sizes(**{**QUICK.__dict__, **smoke})
     lines: list[str] = []

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from research_tool.engines.base import NumberedSource
+from research_tool.engines.text import answering
 from research_tool.engines.text.answering import select_answer
-from research_tool.engines.text.reader_mix import load_mix
+from research_tool.engines.text.reader_mix import ReaderMix, collection_kind, load_mix
 from research_tool.engines.text.verdicts import polarity_verdict
 from research_tool.models.entities import SourceResult
 
@@ -66,7 +69,7 @@ def test_the_reader_reads_the_title_and_the_sentence_before() -> None:
 
 
 def test_a_lead_the_reader_finds_unlikely_is_refused_with_the_closest_quoted() -> None:
-    unlikely = load_mix().answered_at / 2
+    unlikely = load_mix().refusal_threshold(collection_kind([RAILWAY])) / 2
     selection = select_answer(
         "How much does a child ticket cost?",
         corpus(RAILWAY),
@@ -137,3 +140,44 @@ def test_a_lead_the_reader_read_stands_and_is_not_handed_over_by_a_second_hop() 
     assert read.answered and read.sentences[0].statement.startswith("Orla Venn (1811")
     agreeing = select_answer(question, painter, reader=reader_liking("godfather was"))  # type: ignore[arg-type]
     assert agreeing.sentences[0].statement.startswith("Her godfather")
+
+
+HANDBOOK = """# Kestrel Valley Railway: visiting
+
+## Tickets
+
+An adult return ticket costs £14, and a child ticket costs £7.
+
+## Access
+
+There is no lift at Kestrel Halt, and the footbridge has 32 steps.
+"""
+
+
+def test_the_kind_of_collection_is_read_from_the_sources_text() -> None:
+    assert collection_kind([RAILWAY, "It was opened in 1887 by the Kestrel Valley Company."]) == "passages"
+    assert collection_kind([HANDBOOK]) == "documents"
+    assert collection_kind(["Last orders at ten.\n\nThe bar opens at noon."]) == "documents"  # two paragraphs
+    assert collection_kind(["| Ticket | Price |\n| --- | --- |\n| Adult | £14 |"]) == "documents"  # a table
+    assert collection_kind([HANDBOOK, RAILWAY]) == "passages"  # at least half
+
+
+def test_each_kind_of_collection_is_refused_at_its_own_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    mix = ReaderMix(
+        reader=1.0,
+        lexical=0.5,
+        read_top=16,
+        answered_at=0.1,
+        yes_no_at=0.0,
+        answered_at_by_kind={"passages": 0.05, "documents": 0.3},
+    )
+    monkeypatch.setattr(answering, "load_mix", lambda: mix)
+    reader = reader_liking("child ticket", high=0.2, low=0.01)  # between the two kinds' thresholds
+    question = "How much does a child ticket cost?"
+    passage = "An adult return ticket costs £14, and a child ticket costs £7."
+    assert select_answer(question, corpus(passage), reader=reader).answered  # type: ignore[arg-type]
+    assert not select_answer(question, corpus(HANDBOOK), reader=reader).answered  # type: ignore[arg-type]
+    surer = reader_liking("child ticket", high=0.5, low=0.01)  # above both
+    assert select_answer(question, corpus(HANDBOOK), reader=surer).answered  # type: ignore[arg-type]
+    assert mix.refusal_threshold("documents") == 0.3
+    assert ReaderMix(1.0, 0.5, 16, 0.1, 0.0).refusal_threshold("documents") == 0.1  # none fitted: the shared one

@@ -69,6 +69,16 @@ def test_adapters_that_do_not_match_their_card_are_refused(tmp_path: Path) -> No
         AnswerReader(adapters=copy)
 
 
+def test_a_corrupted_adapters_file_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    copy = tmp_path / ADAPTERS.name
+    damaged = bytearray(ADAPTERS.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF  # one byte flipped: the card is the shipped one
+    copy.write_bytes(bytes(damaged))
+    shutil.copy(ADAPTERS.with_suffix(".json"), copy.with_suffix(".json"))
+    with pytest.raises(ReaderUnavailableError, match=r"reader_adapters\.npz does not match its card's digest"):
+        AnswerReader(adapters=copy)
+
+
 def test_it_is_on_by_default_and_off_with_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     assert answer_reader() is not None
     monkeypatch.setenv("RESEARCH_ANSWER_READER", "0")

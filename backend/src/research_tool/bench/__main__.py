@@ -85,6 +85,7 @@ class Sizes:
     tracing_rounds: int = 3
     document_copies: int = 20  # of each of 9 kinds
     document_ocr_pages: int = 3
+    reader_server_sessions: int = 100  # answer_reader: the server run with the reader on and off at this size
 
 
 QUICK = Sizes(
@@ -111,6 +112,7 @@ QUICK = Sizes(
     tracing_rounds=1,
     document_copies=2,
     document_ocr_pages=1,
+    reader_server_sessions=2,
 )
 
 
@@ -137,7 +139,7 @@ def runners(sizes: Sizes, workdir: Path) -> dict[str, Callable[[], Awaitable[Ben
         "local_index": lambda: run_local_index(sizes.scifact_dir),
         "documents": lambda: run_documents(sizes.document_copies, sizes.document_ocr_pages),
         "splitter": lambda: run_splitter(sizes.splitter_sizes),
-        "answer_reader": run_answer_reader,
+        "answer_reader": lambda: run_answer_reader(workdir, server_sessions=sizes.reader_server_sessions),
         "model_hang": lambda: run_model_hang(workdir, time_limit_s=sizes.model_hang_limit_s),
         "storage": lambda: run_storage(
             workdir,

@@ -128,9 +128,17 @@ def measuring_client(n: int) -> httpx.AsyncClient:
 
 
 async def run_size(
-    n: int, delay_s: float, workdir: Path, *, max_iterations: int, profile_dir: Path | None = None
+    n: int,
+    delay_s: float,
+    workdir: Path,
+    *,
+    max_iterations: int,
+    profile_dir: Path | None = None,
+    server_env: dict[str, str] | None = None,
+    label: str = "",
 ) -> dict[str, Any]:
-    label = f"scale-{n}-{delay_s:g}s"
+    """One size of the scale run; `server_env` is added to the server's environment (the answer reader off)."""
+    label = label or f"scale-{n}-{delay_s:g}s"
     async with replay_process(delay_s) as wiki_url:
         env = BenchEnvironment(
             data_dir=workdir / label / "data",
@@ -139,7 +147,8 @@ async def run_size(
         )
         async with measuring_client(n) as client:
             floor = await floor_starts(n, workdir / label / "floor", client, env.process_env())
-            async with uvicorn_server(env.process_env(), workdir / label, client) as server:
+            process_env = {**env.process_env(), **(server_env or {})}
+            async with uvicorn_server(process_env, workdir / label, client) as server:
                 if profile_dir is None:
                     row = await _measure(n, server, client, env, max_iterations)
                 else:

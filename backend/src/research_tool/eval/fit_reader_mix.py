@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from research_tool.engines.base import NumberedSource
 from research_tool.engines.text.answering import rank_candidates
 from research_tool.engines.text.candidates import build_candidates
 from research_tool.engines.text.question_intent import classify_question
-from research_tool.engines.text.reader_mix import MIX_FILE, mixed_score
+from research_tool.engines.text.reader_mix import KINDS, MIX_FILE, collection_kind, mixed_score
 from research_tool.engines.text.verdicts import polarity_verdict
 from research_tool.eval import owndocs
 from research_tool.eval.answers import Item, contains_gold, load_owndocs, load_squad
@@ -48,6 +48,7 @@ class Read:
     labels: list[bool]
     statements: list[str]
     gold_verdict: str = ""
+    collection: str = ""  # `reader_mix.collection_kind` of its sources
 
 
 def labelled(item: Item, statement: str) -> bool:
@@ -81,9 +82,16 @@ def read_pools(
                 [labelled(item, c.statement) for c in read],
                 [c.statement for c in read],
                 item.answers[0].casefold() if item.kind == "yes_no" and item.answers else "",
+                collection_kind([s.source.text() for s in sources]),
             )
         )
     return out
+
+
+def in_articles(item: Item, first: int) -> bool:
+    """A SQuAD fit question of article `first` or later (its gold paragraph's document id, `sAApPPP`); every
+    unanswerable one (its article is not indexed)."""
+    return not item.gold_docs or any(int(doc[1:3]) >= first for doc in item.gold_docs)
 
 
 def lead(r: Read, lexical_weight: float, reader_weight: float = 1.0) -> int:
@@ -103,19 +111,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=Path("data/eval"))
     parser.add_argument("--adapters", type=Path, default=ADAPTERS)
     parser.add_argument("--write", action="store_true", help=f"write {MIX_FILE.name}")
+    parser.add_argument(
+        "--folders", default="", help="only these owndocs fit folders (a fold's held-out ones), by comma"
+    )
+    parser.add_argument(
+        "--squad-from", type=int, default=0, help="only SQuAD fit questions of this fit article on (a fold's)"
+    )
+    parser.add_argument(
+        "--per-kind",
+        action="store_true",
+        help="write a refusal threshold per kind of collection (answered_at_by_kind) beside the shared one",
+    )
+    parser.add_argument("--dump", type=Path, help="write every read question (scores, labels) to this JSON file")
     args = parser.parse_args(argv)
+    folders = {name for name in args.folders.split(",") if name}
     items: dict[str, tuple[str, Item]] = {}
     for answer_set in (
         load_owndocs(args.eval_dir / "owndocs", args.work_dir),
         load_squad(args.eval_dir / "squad_dev_part2", args.work_dir),
     ):
         for item in answer_set.items:  # the fit part only
+            if folders and item.corpus is not None and item.corpus.name not in folders:
+                continue
+            if args.squad_from and answer_set.name == "squad" and not in_articles(item, args.squad_from):
+                continue
             items[item.question] = (answer_set.name, item)
     pools: dict[str, list[dict[str, Any]]] = {}
     for path in args.pools:
         pools.update(json.loads(path.read_text(encoding="utf-8")))
     reader = AnswerReader(adapters=args.adapters)
     reads = read_pools(pools, items, reader)
+    if args.dump is not None:
+        args.dump.write_text(json.dumps([asdict(r) for r in reads]), encoding="utf-8")
     sets = ("owndocs", "squad")
     print("questions read:", {s: sum(r.set == s for r in reads) for s in sets})
     print(
@@ -183,7 +210,28 @@ def main(argv: list[str] | None = None) -> int:
         f"yes/no at {yes_no_at}: {verdicts_right(yes_no_at)} of {len(yes_no)} right (deciding sentence right for "
         f"{sum(r.labels[lead(r, best)] for r in yes_no)})"
     )
-    mix = {"reader": 1.0, "lexical": best, "read_top": READ_TOP, "answered_at": answered_at, "yes_no_at": yes_no_at}
+    by_kind: dict[str, float] = {}
+    for kind in KINDS:  # the same rule within each kind of collection alone
+        rows = [r for r in answerable if r.collection == kind]
+        if not rows:
+            continue
+        by_kind[kind] = max(
+            (t for t in candidates if sum(lead_p(r) < t for r in rows) / len(rows) <= MAX_WRONGLY_REFUSED), default=0.0
+        )
+        refused_kind = refused_share([r for r in unanswerable if r.collection == kind], by_kind[kind])
+        print(
+            f"{kind}: answered_at {by_kind[kind]}, unanswerable refused {refused_kind:.3f}, answerable wrongly "
+            f"refused {refused_share(rows, by_kind[kind]):.3f} ({len(rows)} answerable)"
+        )
+    mix: dict[str, object] = {
+        "reader": 1.0,
+        "lexical": best,
+        "read_top": READ_TOP,
+        "answered_at": answered_at,
+        "yes_no_at": yes_no_at,
+    }
+    if args.per_kind:
+        mix["answered_at_by_kind"] = by_kind
     print("mix:", mix)
     if args.write:
         MIX_FILE.write_text(json.dumps(mix, indent=2) + "\n", encoding="utf-8")

@@ -187,14 +187,94 @@ def hotpot_groups(folder: Path, rng: random.Random) -> list[Group]:
     return groups
 
 
-def fit_groups(eval_dir: Path, rng: random.Random, squad_questions: int) -> list[Group]:
-    """Every fit group, SQuAD's two sets sampled to `squad_questions` each (2 CPU cores train ~5 pairs a second)."""
+def pool_groups(
+    pools_file: Path,
+    eval_dir: Path,
+    work_dir: Path,
+    rng: random.Random,
+    *,
+    hold_folders: Sequence[str] = (),
+    hold_squad_articles: int = 0,
+) -> list[Group]:
+    """Groups from the runner's own candidate pools (`eval.answers --capture` on the fit parts): the sentences the
+    reader reads at run time (the lexical ranker's best `READ_TOP`), so its negatives are the ones it must beat
+    there. Fit questions only; a fold's held-out folders and articles (and SQuAD's unanswerable questions, whose
+    articles are not indexed) are left out."""
+    from research_tool.engines.text.answering import rank_candidates
+    from research_tool.engines.text.question_intent import classify_question
+    from research_tool.eval.answers import load_owndocs, load_squad
+    from research_tool.eval.fit_reader_mix import READ_TOP, labelled
+
+    first_held = SQUAD_FIT_ARTICLES - hold_squad_articles
+    items = {}
+    for answer_set in (
+        load_owndocs(eval_dir / "owndocs", work_dir),
+        load_squad(eval_dir / "squad_dev_part2", work_dir),
+    ):
+        for item in answer_set.items:  # the fit part only
+            if answer_set.name == "owndocs" and item.corpus is not None and item.corpus.name in hold_folders:
+                continue
+            held = not item.gold_docs or any(int(doc[1:3]) >= first_held for doc in item.gold_docs)
+            if answer_set.name == "squad" and hold_squad_articles and held:
+                continue
+            items[item.question] = (answer_set.name, item)
+    pools = json.loads(pools_file.read_text(encoding="utf-8"))
+    groups: list[Group] = []
+    for question, raw in pools.items():
+        if question not in items:
+            continue
+        name, item = items[question]
+        if item.kind == "yes_no":
+            continue  # its sentence is labelled by the verdict, not the gold sentence
+        sources = [NumberedSource.model_validate(s) for s in raw]
+        read = sorted(
+            rank_candidates(classify_question(question), build_candidates(sources)),
+            key=lambda c: (-c.score, c.n, c.index),
+        )[:READ_TOP]
+        labels = [labelled(item, c.statement) for c in read]
+        if item.kind != "unanswerable" and not any(labels):
+            continue  # the answer is not among the read: nothing to rank
+        positive = [i for i, x in enumerate(labels) if x][:2]
+        negatives = [i for i, x in enumerate(labels) if not x]  # best first, as the ranker ordered them
+        chosen = positive + negatives[: GROUP - len(positive)]
+        rng.shuffle(chosen)
+        groups.append(
+            Group(
+                question,
+                [Passage(read[i].statement, read[i].reader_context) for i in chosen],
+                [1.0 if labels[i] else 0.0 for i in chosen],
+                f"pools-{name}",
+            )
+        )
+    return groups
+
+
+def fit_groups(
+    eval_dir: Path,
+    rng: random.Random,
+    squad_questions: int,
+    *,
+    hold_folders: Sequence[str] = (),
+    hold_squad_articles: int = 0,
+    owndocs_weight: int = 3,
+) -> list[Group]:
+    """Every fit group, SQuAD's two sets sampled to `squad_questions` each (2 CPU cores train ~5 pairs a second).
+
+    A fold (choosing the recipe) leaves out the owndocs fit folders `hold_folders` and the last
+    `hold_squad_articles` SQuAD fit articles, so that a candidate can be measured on fit data it never saw."""
+    unknown = set(hold_folders) - set(owndocs.FIT_FOLDERS)
+    if unknown:
+        raise ValueError(f"not owndocs fit folders: {', '.join(sorted(unknown))}")
     squad = squad_groups(
-        next((eval_dir / "squad_dev_part2").glob("*.json")), slice(0, SQUAD_FIT_ARTICLES), "squad", rng
+        next((eval_dir / "squad_dev_part2").glob("*.json")),
+        slice(0, SQUAD_FIT_ARTICLES - hold_squad_articles),
+        "squad",
+        rng,
     )
     squad2 = squad_groups(eval_dir / "squad2_train_sample" / "train-v2.0-first10.json", slice(None), "squad2", rng)
     groups = rng.sample(squad, min(len(squad), squad_questions)) + rng.sample(squad2, min(len(squad2), squad_questions))
-    groups += owndocs_groups(eval_dir / "owndocs", owndocs.FIT_FOLDERS, rng) * 3  # the kind we answer most
+    names = [name for name in owndocs.FIT_FOLDERS if name not in hold_folders]
+    groups += owndocs_groups(eval_dir / "owndocs", names, rng) * owndocs_weight  # the kind we answer most
     groups += hotpot_groups(eval_dir / "hotpotqa_train100", rng)
     return groups
 
@@ -289,6 +369,32 @@ def build_model(weights: dict[str, Any], layers: int) -> Any:
     return Reader()
 
 
+def load_tuned(model: Any, adapters: Path) -> int:
+    """Start from trained adapters (`tuned_arrays`' names, as shipped): the count of tensors set."""
+    import numpy as np
+    import torch
+
+    with np.load(adapters) as stored:
+        arrays = {k: np.asarray(stored[k], np.float32) for k in stored.files}
+    set_count = 0
+    with torch.no_grad():
+        for module in model.modules():
+            name = getattr(module, "name", None)
+            if name is None:
+                continue
+            if getattr(module, "tuned", False):
+                module.lora_a.copy_(torch.tensor(arrays[f"{name}.lora_a"]))
+                module.lora_b.copy_(torch.tensor(arrays[f"{name}.lora_b"]))
+                set_count += 2
+            if getattr(module, "trained_norm", False):
+                module.weight.copy_(torch.tensor(arrays[f"{name}.weight"]))
+                module.bias.copy_(torch.tensor(arrays[f"{name}.bias"]))
+                set_count += 2
+        model.head.weight.copy_(torch.tensor(arrays["head.weight"]).reshape(1, -1))
+        model.head.bias.copy_(torch.tensor(arrays["head.bias"]).reshape(-1))
+    return set_count + 2
+
+
 def tuned_arrays(model: Any) -> dict[str, Any]:
     """The trained tensors by name: each tuned layer's adapters and LayerNorms, and the head."""
     import numpy as np
@@ -373,11 +479,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=40.0, help="training time budget (data prep not counted)")
     parser.add_argument("--batch", type=int, default=4, help="questions per step (x GROUP sentences)")
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     parser.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0: the time budget)")
     parser.add_argument("--squad-questions", type=int, default=1000, help="sampled from each SQuAD set")
     parser.add_argument("--held-out", type=int, default=300, help="fit groups kept out of training, to watch")
+    parser.add_argument("--init", type=Path, help="start from these adapters (a .npz as shipped) instead of zero")
+    parser.add_argument("--owndocs-weight", type=int, default=3, help="times each owndocs fit group is repeated")
+    parser.add_argument(
+        "--hold-folders", default="", help="owndocs fit folders left out (a fold, to choose the recipe), by comma"
+    )
+    parser.add_argument("--hold-squad-articles", type=int, default=0, help="the last N SQuAD fit articles left out")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=Path("data/reader_train/checkpoint.pt"),
+        help="written every --checkpoint-every seconds (trainable tensors, optimiser, step, clock, loss curve)",
+    )
+    parser.add_argument("--checkpoint-every", type=float, default=180.0)
+    parser.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint")
+    parser.add_argument("--log", type=Path, help="append each loss point (JSON lines) to this file")
+    parser.add_argument(
+        "--pools", type=Path, help="add groups from the runner's captured fit pools (eval.answers --capture)"
+    )
+    parser.add_argument("--pools-weight", type=int, default=3, help="times each pool group is repeated")
+    parser.add_argument("--work-dir", type=Path, default=Path("data/eval"), help="eval.answers' work dir (--pools)")
     args = parser.parse_args(argv)
     try:
         import numpy as np
@@ -399,7 +525,24 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer.no_padding()
     tokenizer.no_truncation()
     started = time.perf_counter()
-    groups = fit_groups(args.eval_dir, rng, args.squad_questions)
+    hold = tuple(name for name in args.hold_folders.split(",") if name)
+    groups = fit_groups(
+        args.eval_dir,
+        rng,
+        args.squad_questions,
+        hold_folders=hold,
+        hold_squad_articles=args.hold_squad_articles,
+        owndocs_weight=args.owndocs_weight,
+    )
+    if args.pools is not None:
+        groups += args.pools_weight * pool_groups(
+            args.pools,
+            args.eval_dir,
+            args.work_dir,
+            rng,
+            hold_folders=hold,
+            hold_squad_articles=args.hold_squad_articles,
+        )
     rng.shuffle(groups)
     held = [g for g in groups if g.origin in ("squad", "owndocs")][: args.held_out]
     held_ids = {id(g) for g in held}
@@ -409,10 +552,32 @@ def main(argv: list[str] | None = None) -> int:
         counts[g.origin] = counts.get(g.origin, 0) + 1
     print(f"groups: {counts}, held out {len(held)}; data {time.perf_counter() - started:.0f} s", flush=True)
     model = build_model(weights, layers)
+    started_from: dict[str, Any] | None = None
+    if args.init is not None:
+        print(f"started from {args.init} ({load_tuned(model, args.init)} tensors)", flush=True)
+        init_card = args.init.with_suffix(".json")
+        earlier = json.loads(init_card.read_text(encoding="utf-8")) if init_card.is_file() else {}
+        started_from = {  # the run it continues, as its card gave it (read now: --out may overwrite it)
+            "adapters_sha256": file_digest(args.init),
+            **{k: earlier[k] for k in ("command", "steps", "train_seconds", "loss_curve") if k in earlier},
+        }
     params = [p for p in model.parameters() if p.requires_grad]
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
     print(f"trainable parameters: {sum(p.numel() for p in params):,}", flush=True)
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     budget = args.minutes * 60
+    curve: list[dict[str, float]] = []
+    step = 0
+    before = 0.0  # training seconds of the run's earlier legs (a resumed run)
+    if args.resume:
+        saved = torch.load(args.checkpoint, weights_only=False)
+        with torch.no_grad():
+            for name, p in zip(names, params, strict=True):
+                p.copy_(saved["trainable"][name])
+        optimizer.load_state_dict(saved["optimizer"])
+        step, before, curve = saved["step"], saved["seconds"], saved["curve"]
+        torch.set_rng_state(saved["torch_rng"])
+        print(f"resumed {args.checkpoint} at step {step} ({before:.0f} s)", flush=True)
 
     def rate(elapsed: float, step: int) -> float:
         """Warm up over the first 5% of the budget (time or steps), then fall linearly to a tenth."""
@@ -420,12 +585,32 @@ def main(argv: list[str] | None = None) -> int:
         peak = float(args.lr)
         return peak * (done / 0.05 if done < 0.05 else 1.0 - 0.9 * min(1.0, (done - 0.05) / 0.95))
 
-    curve: list[dict[str, float]] = []
-    train_start = time.perf_counter()
-    step = 0
+    def save_checkpoint(seconds: float) -> None:
+        args.checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        partial = args.checkpoint.with_suffix(".partial")
+        torch.save(
+            {
+                "trainable": {n: p.detach().clone() for n, p in zip(names, params, strict=True)},
+                "optimizer": optimizer.state_dict(),
+                "step": step,
+                "seconds": seconds,
+                "curve": curve,
+                "torch_rng": torch.get_rng_state(),
+            },
+            partial,
+        )
+        partial.replace(args.checkpoint)  # atomic: a crash mid-write leaves the last checkpoint whole
+
+    train_start = time.perf_counter() - before
+    last_saved = time.perf_counter()
     window: list[float] = []
     model.train()
-    for chunk in batches(train, args.batch, rng):
+    order = batches(train, args.batch, rng)
+    for _ in range(step):  # a resumed run sees the batches it would have seen
+        next(order)
+    for chunk in order:
+        if (args.max_steps and step >= args.max_steps) or time.perf_counter() - train_start >= budget:
+            break
         for g in optimizer.param_groups:
             g["lr"] = rate(time.perf_counter() - train_start, step)
         loss = group_loss(model, tokenizer, chunk)
@@ -439,8 +624,14 @@ def main(argv: list[str] | None = None) -> int:
             curve.append({"step": step, "seconds": round(elapsed), "train_loss": round(sum(window) / len(window), 4)})
             window = []
             print(json.dumps(curve[-1]), flush=True)
-        if (args.max_steps and step >= args.max_steps) or elapsed >= budget:
-            break
+            if args.log is not None:
+                with args.log.open("a", encoding="utf-8") as log_file:
+                    log_file.write(json.dumps(curve[-1]) + "\n")
+        if time.perf_counter() - last_saved >= args.checkpoint_every:
+            save_checkpoint(elapsed)
+            last_saved = time.perf_counter()
+    train_seconds = time.perf_counter() - train_start
+    save_checkpoint(train_seconds)
     model.eval()
     held_figures = evaluate(model, tokenizer, held)
     print(f"held-out fit groups: {held_figures}", flush=True)
@@ -457,8 +648,11 @@ def main(argv: list[str] | None = None) -> int:
         "first_tuned_layer": FIRST_TUNED_LAYER,
         "layers": layers,
         "steps": step,
-        "train_seconds": round(time.perf_counter() - train_start),
+        "train_seconds": round(train_seconds),
+        "started_from": started_from,
         "groups": counts,
+        "held_out_folders": list(hold),
+        "held_out_squad_articles": args.hold_squad_articles,
         "held_out": held_figures,
         "loss_curve": curve,
     }

@@ -51,7 +51,7 @@ from research_tool.engines.text.ranker import (
     matched,
     semantic_features,
 )
-from research_tool.engines.text.reader_mix import ReaderMix, load_mix
+from research_tool.engines.text.reader_mix import ReaderMix, collection_kind, load_mix
 from research_tool.engines.text.short_answers import AskedFor, best_span, load_span_model
 from research_tool.engines.text.tokens import stem_set
 from research_tool.engines.text.verdicts import choice, is_comparison, yes_no
@@ -258,7 +258,10 @@ def select_answer(
     if not ranked:
         return AnswerSelection([], None, False)
     lead = ranked[0]
-    unlikely = lead.reading < mix.answered_at if mix is not None else lead.confidence < model.answered_at
+    if mix is not None:  # the threshold fitted for this kind of collection (`reader_mix.collection_kind`)
+        unlikely = lead.reading < mix.refusal_threshold(collection_kind([s.source.text() for s in sources]))
+    else:
+        unlikely = lead.confidence < model.answered_at
     if unlikely or not _states_the_compared(intent, lead):
         closest = list({c.statement: c for c in reversed(ranked[:4])}.values())[::-1][:2]  # one of each
         return AnswerSelection([], None, False, closest=closest)
