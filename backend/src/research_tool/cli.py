@@ -358,6 +358,7 @@ def build_parser() -> OneLineParser:
         "research-tool mcp   (as the command an MCP client starts; see docs/mcp.md)",
     )
     add_gc_parser(sub)
+    add_users_parsers(sub)
     return parser
 
 
@@ -819,6 +820,83 @@ def read_text_file(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except OSError:
         return None
+
+
+# --- users and audit (issue 44) -------------------------------------------------------------------
+
+
+def add_users_parsers(sub: Any) -> None:
+    users = add_command(
+        sub,
+        "users",
+        "add, revoke and list the users of the HTTP API (each with a key of their own)",
+        "research-tool users add alice",
+    )
+    actions = users.add_subparsers(dest="users_command", required=True, parser_class=OneLineParser)
+    add = add_command(actions, "add", "add a user and print their key (shown this once)", "research-tool users add bob")
+    add.add_argument("name", help="1-64 letters, digits, '.', '_', '@' or '-'")
+    add.add_argument(
+        "--admin", action="store_true", help="an admin sees and changes every user's sessions (default: own only)"
+    )
+    revoke = add_command(
+        actions, "revoke", "revoke a user's key at once (their sessions stay)", "research-tool users revoke bob"
+    )
+    revoke.add_argument("name", help="the user's name")
+    listing = add_command(
+        actions, "list", "list users (names, roles, when added or revoked)", "research-tool users list"
+    )
+    listing.add_argument("--json", action="store_true", help="print the rows as JSON (default: a table)")
+    audit = add_command(
+        sub,
+        "audit",
+        "list the audit log, newest first: starts, stops, deletes, resumes, answers, users added or revoked",
+        "research-tool audit --user alice",
+    )
+    audit.add_argument("--user", metavar="NAME", help="only what this user did (default: everyone)")
+    audit.add_argument("--limit", type=int, default=100, metavar="N", help="at most N lines (default: 100)")
+    audit.add_argument("--json", action="store_true", help="print the rows as JSON (default: a table)")
+
+
+async def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.runtime.backends import open_users
+    from research_tool.runtime.users import CLI_ACTOR
+
+    async with open_users(settings) as users:
+        if args.users_command == "add":
+            key = await users.add(args.name, admin=args.admin, actor=CLI_ACTOR)
+            stderr.print(Text(f"Added user {args.name}{' (admin)' if args.admin else ''}. Their key, shown only now:"))
+            print(key)
+            return EXIT_OK
+        if args.users_command == "revoke":
+            if not await users.revoke(args.name, actor=CLI_ACTOR):
+                raise CliError(f"no active user named {args.name}")
+            stderr.print(Text(f"Revoked user {args.name}: their key no longer works."))
+            return EXIT_OK
+        rows = await users.list_users()
+    shown = [
+        {"name": r.name, "role": "admin" if r.admin else "user", "added": r.created_at, "revoked": r.revoked_at}
+        for r in rows
+    ]
+    if args.json:
+        print(json.dumps(shown, indent=2))
+    else:
+        for row in shown:
+            print("\t".join(str(row[k] or "") for k in ("name", "role", "added", "revoked")))
+    return EXIT_OK
+
+
+async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.runtime.backends import open_users
+
+    async with open_users(settings) as users:
+        rows = await users.audit_rows(limit=max(1, args.limit), actor=args.user)
+    shown = [{"ts": r.ts, "user": r.actor, "action": r.action, "target": r.target, "detail": r.detail} for r in rows]
+    if args.json:
+        print(json.dumps(shown, indent=2))
+    else:
+        for row in shown:
+            print("\t".join(str(row[k] or "") for k in ("ts", "user", "action", "target", "detail")))
+    return EXIT_OK
 
 
 async def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
@@ -1361,6 +1439,8 @@ COMMANDS = {
     "mcp": cmd_mcp,
     "worker": cmd_worker,
     "gc": cmd_gc,
+    "users": cmd_users,
+    "audit": cmd_audit,
 }
 
 

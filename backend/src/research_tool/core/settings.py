@@ -74,6 +74,14 @@ class Settings(BaseSettings):
     run_worker: bool = True
     clarify_timeout_s: float = Field(default=600.0, gt=0)
     api_token: SecretStr | None = None
+    # Per-user limits (docs/api.md, "Users"): unfinished sessions at once, and sessions started per UTC day, for
+    # each named user (the keys of `research-tool users add`, RESEARCH_API_TOKEN's `admin`, a RESEARCH_AUTH
+    # identity). None: no limit. The local single user (no key, no users) has none.
+    user_max_concurrent_sessions: int | None = Field(default=None, ge=1, le=100_000)
+    user_max_sessions_per_day: int | None = Field(default=None, ge=1, le=10_000_000)
+    # LangGraph custom auth: `module.path:auth` (or `path/to/file.py:auth`) naming a langgraph_sdk.Auth object
+    # (api/custom_auth.py); unset, the `auth.path` of ./langgraph.json is used when there is one.
+    auth: str | None = None
     cors_origins: str = ""
     # Host names the server answers to besides localhost and its bound address (DNS-rebinding guard):
     # comma-separated, `*.example.org` wildcards, `*` for any (behind a proxy that checks Host).

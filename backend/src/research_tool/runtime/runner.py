@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
@@ -38,6 +38,7 @@ from research_tool.runtime.heap_trim import HeapTrimmer
 from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.session_trace import initial_trace_context, root_span
 from research_tool.runtime.stores import EventLogProtocol, SessionStoreProtocol
+from research_tool.runtime.users import UserLimits
 
 log = get_logger(__name__)
 
@@ -145,18 +146,27 @@ class SessionRunner:
     # --- starting and resuming ------------------------------------------------------------------
 
     async def create(
-        self, request: ResearchRequest, session_id: str | None = None, *, traceparent: str | None = None
+        self,
+        request: ResearchRequest,
+        session_id: str | None = None,
+        *,
+        traceparent: str | None = None,
+        owner: str | None = None,
+        limits: UserLimits | None = None,
     ) -> SessionRecord:
         """Write a new queued session; ServerBusyError (nothing written) when the queue is full.
         Launch it before the next await so that its queue place stays taken (cluster mode: the queued rows
         of the shared table are the queue, and `submit` hands the session to the workers).
-        `traceparent`: the caller's trace context (tracing on), which the session's first trace is a child of."""
+        `traceparent`: the caller's trace context (tracing on), which the session's first trace is a child of.
+        `owner`, `limits`: the user who starts it and their limits (runtime/users.py; UserLimitError when over)."""
         trace_context = initial_trace_context(traceparent)
         request = request.with_default_privacy(self._llm)  # stored as said (a no-op after `validate`)
         if self._leasing is not None:
-            return await self._create_queued(request, session_id, trace_context)
+            return await self._create_queued(request, session_id, trace_context, owner, limits)
         with self.admission.reserve(running=self.running_count):
-            record = await self.store.create(request, session_id, trace_context)
+            if limits is not None:
+                limits = replace(limits, retry_after_s=self.admission.retry_after_s())
+            record = await self.store.create(request, session_id, trace_context, owner=owner, limits=limits)
             if session_id is None:  # a fresh id: no event can exist for it
                 self.events.begin(record.id)
             await self.events.append(
@@ -165,7 +175,12 @@ class SessionRunner:
         return record
 
     async def _create_queued(
-        self, request: ResearchRequest, session_id: str | None, trace_context: dict[str, str] | None
+        self,
+        request: ResearchRequest,
+        session_id: str | None,
+        trace_context: dict[str, str] | None,
+        owner: str | None = None,
+        limits: UserLimits | None = None,
     ) -> SessionRecord:
         queued = await self._leasing.queued_count() if self._leasing is not None else 0
         if queued >= self._max_queued:
@@ -174,7 +189,9 @@ class SessionRunner:
                 f"try again in {self.admission.retry_after_s()} s",
                 retry_after_s=self.admission.retry_after_s(),
             )
-        record = await self.store.create(request, session_id, trace_context)
+        if limits is not None:
+            limits = replace(limits, retry_after_s=self.admission.retry_after_s())
+        record = await self.store.create(request, session_id, trace_context, owner=owner, limits=limits)
         if session_id is None:
             self.events.begin(record.id)
         await self.events.append(

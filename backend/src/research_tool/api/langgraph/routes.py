@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import AfterValidator
 
 from research_tool import __version__
-from research_tool.api.auth import require_token
+from research_tool.api.auth import Caller, require_token
 from research_tool.api.errors import ApiError
 from research_tool.api.langgraph.bodies import (
     GRAPH_ID,
@@ -30,7 +30,7 @@ from research_tool.api.langgraph.bodies import (
     ThreadSearch,
 )
 from research_tool.api.langgraph.schemas import graph_json, graph_schemas
-from research_tool.api.langgraph.service import LangGraphProtocol
+from research_tool.api.langgraph.service import CALLER, LangGraphProtocol
 from research_tool.api.langgraph.shapes import assistant, assistants, is_assistant, run_json
 from research_tool.api.langgraph.streaming import RunStream
 from research_tool.api.trace_context import CallerTrace
@@ -45,10 +45,13 @@ RunId = Annotated[str, PathParam(min_length=1, max_length=64), AfterValidator(re
 CheckpointId = Annotated[str, PathParam(min_length=1, max_length=64), AfterValidator(refuse_unsafe)]
 
 
-def protocol_of(request: Request) -> LangGraphProtocol:
+async def protocol_of(request: Request, caller: Caller) -> LangGraphProtocol:
+    """The protocol, acting for `caller` for the rest of the request (service.CALLER): a thread of anyone else's
+    is unknown (404), searches show only the caller's own (an admin's: everyone's)."""
     protocol: LangGraphProtocol | None = getattr(request.app.state, "langgraph", None)
     if protocol is None:
         raise ApiError(503, "the server is starting or stopping", retryable=True)
+    CALLER.set(caller)
     return protocol
 
 
