@@ -662,6 +662,7 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.composition import open_research_services
+    from research_tool.runtime.users import CLI_ACTOR
 
     async with open_research_services(settings) as services:
         session_id = await services.store.resolve(args.session_id)
@@ -672,6 +673,7 @@ async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_OK
         last = await services.events.replay(record.id)
         after = last[-1].seq if last else 0
+        await services.users.audit(CLI_ACTOR, "resume", record.id)
         stderr.print(Text(f"Resuming session {record.id} from its last checkpoint.", style="bold"))
         return await drive_session(
             services, record.id, args.format, args.out, after=after, verbose=args.verbose, full=args.full
@@ -885,6 +887,14 @@ async def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+async def users_exist(settings: Settings) -> bool:
+    """Whether any user was ever added to the data dir's (or database's) users (`serve` on a reachable host)."""
+    from research_tool.runtime.backends import open_users
+
+    async with open_users(settings) as users:
+        return await users.any_users()
+
+
 async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.backends import open_users
 
@@ -901,11 +911,13 @@ async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.composition import open_research_services
+    from research_tool.runtime.users import CLI_ACTOR
 
     async with open_research_services(settings) as services:
         ids = [await services.store.resolve(given) for given in args.session_ids]
         for session_id in dict.fromkeys(ids):
             await services.runner.delete(session_id)
+            await services.users.audit(CLI_ACTOR, "delete", session_id)
             stderr.print(Text(f"Deleted session {session_id}."))
     return EXIT_OK
 
@@ -1316,14 +1328,24 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import signal
 
     from research_tool.core.extras import require_postgres_extra
-    from research_tool.runtime.http_server import open_serving_refusal, open_serving_warning, run_server
+    from research_tool.runtime.http_server import (
+        is_loopback_host,
+        open_serving_refusal,
+        open_serving_warning,
+        run_server,
+    )
     from research_tool.runtime.ownership import DataDirOwner, record_serving_url
     from research_tool.runtime.shared_limits import check_shared_limits_settings
 
-    refusal = open_serving_refusal(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
+    has_users = not is_loopback_host(args.host) and asyncio.run(users_exist(settings))
+    refusal = open_serving_refusal(
+        settings, args.host, allow_unauthenticated=args.allow_unauthenticated, has_users=has_users
+    )
     if refusal is not None:
         raise CliError(refusal)
-    warning = open_serving_warning(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
+    warning = open_serving_warning(
+        settings, args.host, allow_unauthenticated=args.allow_unauthenticated, has_users=has_users
+    )
     if warning is not None:
         stderr.print(Text(f"research-tool: warning: {warning}"))
 
