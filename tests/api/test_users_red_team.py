@@ -317,3 +317,41 @@ async def test_bob_gets_nothing_of_alices_and_carol_sees_both(team: Team) -> Non
     assert ("alice", "start", sid) in seen and ("carol", "delete", sid) in seen and ("carol", "delete", tid) in seen
     assert ("carol", "user_revoked", "bob") in seen
     assert not any(key in json.dumps([r.__dict__ for r in rows]) for key in team.keys.values())
+
+
+async def test_keys_never_reach_logs_stores_or_messages(
+    tmp_path: Path, wiki: tuple[str, WikiReplay], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Every key (users', the token, wrong ones) is sent around a server logging at DEBUG; none appears in its
+    output, in any file of its data dir (databases, WAL, exports) or in an answer."""
+    token = "token-" + "x7" * 20
+    settings = offline_settings(tmp_path / "data", wiki[0], api_token=token, log_level="DEBUG")
+    async with open_users(settings) as users:
+        keys = [await users.add("alice"), await users.add("carol", admin=True)]
+    wrong = keys[0][:-6] + "ZZZZZZ"
+    answers: list[str] = []
+    async with serve(settings) as live:
+        for key in [*keys, token, wrong]:
+            headers = {"X-Api-Key": key}
+            started = await live.client.post("/api/research/start", json=OK_BODY, headers=headers)
+            answers.append(started.text)
+            if started.status_code == 202:
+                sid = started.json()["session_id"]
+                await live.services.runner.until_finished(sid)
+                for fmt in ("json", "md"):
+                    report = await live.client.get(f"/api/research/{sid}/report?format={fmt}", headers=headers)
+                    answers.append(report.text)
+            answers.append((await live.client.get("/api/research", headers=headers)).text)
+            bearer = {"Authorization": f"Bearer {key}"}
+            answers.append((await live.client.post("/threads/search", json={}, headers=bearer)).text)
+            answers.append((await live.client.post("/mcp", json={}, headers=bearer)).text)
+            answers.append((await live.client.get("/metrics", headers=bearer)).text)
+    captured = capfd.readouterr()
+    assert "server_started" in captured.out + captured.err  # the server's own log lines were captured
+    secrets_sent = [*keys, token, wrong]
+    for secret in secrets_sent:
+        assert secret not in captured.out and secret not in captured.err
+        assert not any(secret in answer for answer in answers)
+        for path in settings.data_dir.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
