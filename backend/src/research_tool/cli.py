@@ -834,7 +834,13 @@ def add_users_parsers(sub: Any) -> None:
         "add, revoke and list the users of the HTTP API (each with a key of their own)",
         "research-tool users add alice",
     )
-    actions = users.add_subparsers(dest="users_command", required=True, parser_class=OneLineParser)
+    actions = users.add_subparsers(
+        dest="users_command",
+        required=True,
+        parser_class=OneLineParser,
+        metavar="{add,revoke,list}",
+        help="add NAME [--admin]: a new user and their key; revoke NAME: their key stops working; list: every user",
+    )
     add = add_command(actions, "add", "add a user and print their key (shown this once)", "research-tool users add bob")
     add.add_argument("name", help="1-64 letters, digits, '.', '_', '@' or '-'")
     add.add_argument(

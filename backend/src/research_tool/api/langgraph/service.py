@@ -17,6 +17,7 @@ from typing import Any
 from fastapi.encoders import jsonable_encoder
 from langchain_core.runnables import RunnableConfig
 
+from research_tool.api.custom_auth import filter_matches
 from research_tool.api.errors import ApiError
 from research_tool.api.event_stream import session_events
 from research_tool.api.langgraph.bodies import (
@@ -61,6 +62,9 @@ END_OF_RUN_TYPES = frozenset({"clarification_requested", "session_completed", "s
 # Who the current request acts for (issue 44): set by the routes' protocol dependency for the whole request, its
 # streams included; tasks of the server's own (an enqueued run's start) see the local admin.
 CALLER: ContextVar[Principal] = ContextVar("langgraph_caller", default=LOCAL)
+# The filters a RESEARCH_AUTH handler returned for this request (api/custom_auth.py): a thread whose metadata does
+# not satisfy every one is unknown to it, as someone else's is.
+FILTERS: ContextVar[tuple[dict[str, Any], ...]] = ContextVar("langgraph_filters", default=())
 
 
 def not_found(what: str) -> ApiError:
@@ -72,6 +76,18 @@ def thread_owner(row: ThreadRow | None, record: SessionRecord | None) -> str | N
     if row is not None and row.owner is not None:
         return row.owner
     return record.owner if record is not None else None
+
+
+def visible(row: ThreadRow | None, record: SessionRecord | None) -> bool:
+    """Whether the current caller may see the thread: their own (an admin: anyone's), and its metadata satisfies
+    every filter the request's auth handlers returned."""
+    if not CALLER.get().sees(thread_owner(row, record)):
+        return False
+    filters = FILTERS.get()
+    if not filters:
+        return True
+    metadata = {"graph_id": GRAPH_ID, "assistant_id": ASSISTANT_ID, **(row.metadata if row else {})}
+    return all(filter_matches(f, metadata) for f in filters)
 
 
 def thread_config(thread_id: str) -> RunnableConfig:
@@ -132,7 +148,7 @@ class LangGraphProtocol:
         if record is None and row is not None and row.started:
             async with self._locks.hold(thread_id):  # a new round may be replacing the session: wait for it
                 return await self.thread_locked(thread_id)
-        if (record is None and row is None) or not CALLER.get().sees(thread_owner(row, record)):
+        if (record is None and row is None) or not visible(row, record):
             raise not_found(f"unknown thread id: {thread_id}")  # someone else's is as unknown as a missing one
         return row, record
 
@@ -141,7 +157,7 @@ class LangGraphProtocol:
     ) -> tuple[ThreadRow | None, SessionRecord | None]:
         """`thread`, for a caller that holds the thread's lock. `anyones`: whoever owns it (to refuse a create)."""
         row, record = await self._thread_locked(thread_id)
-        if not anyones and not CALLER.get().sees(thread_owner(row, record)):
+        if not anyones and not visible(row, record):
             raise not_found(f"unknown thread id: {thread_id}")
         return row, record
 
@@ -166,7 +182,7 @@ class LangGraphProtocol:
                     raise
                 row, record = await self.runs.put_thread(tid, metadata, owner=CALLER.get().name), None
             else:
-                if if_exists != "do_nothing" or not CALLER.get().sees(thread_owner(row, record)):
+                if if_exists != "do_nothing" or not visible(row, record):
                     raise ApiError(409, f"thread {tid} already exists")
             return await self.thread_json(tid, row, record, read=False)
 
@@ -234,8 +250,8 @@ class LangGraphProtocol:
             row, record = rows.get(tid), records.get(tid)
             if record is None and row is not None and row.started:
                 continue  # its session was deleted
-            if not caller.sees(thread_owner(row, record)):
-                continue  # someone else's: searches show only one's own (an admin's: all)
+            if not visible(row, record):
+                continue  # someone else's, or not what the auth handler's filters allow: searches show one's own
             candidates.append((tid, row, record))
         candidates.sort(key=lambda c: c[1].created_at if c[1] else c[2].created_at if c[2] else "", reverse=True)
         found: list[dict[str, Any]] = []
@@ -363,7 +379,14 @@ class LangGraphProtocol:
                 return run, record
         raise not_found(f"unknown run id {run_id} on thread {thread_id}")
 
-    async def create_run(self, thread_id: str | None, body: RunCreate, traceparent: str | None = None) -> RunRow:
+    async def create_run(
+        self,
+        thread_id: str | None,
+        body: RunCreate,
+        traceparent: str | None = None,
+        *,
+        thread_metadata: dict[str, Any] | None = None,
+    ) -> RunRow:
         """Validate everything, then write: a refused run leaves no thread and no run behind (a thread this
         request made is deleted again). `traceparent`: the caller's trace context; the run's session is a child
         of it (an enqueued run that starts later, after the thread's current one, is not)."""
@@ -387,10 +410,11 @@ class LangGraphProtocol:
                         raise
                     create = True
                 else:
-                    if not CALLER.get().sees(thread_owner(row, record)):
+                    if not visible(row, record):
                         raise not_found(f"unknown thread id: {thread_id}")
-            if create:
-                await self.runs.put_thread(thread_id, {"stateless": True} if stateless else {}, owner=CALLER.get().name)
+            if create:  # with the metadata an auth handler added to the run, so that its filters find the thread
+                metadata = {**(thread_metadata or {}), **({"stateless": True} if stateless else {})}
+                await self.runs.put_thread(thread_id, metadata, owner=CALLER.get().name)
             try:
                 return await self.add_run_locked(thread_id, body, answers, traceparent)
             except BaseException:
@@ -664,7 +688,7 @@ class LangGraphProtocol:
     async def forget_stateless_leftovers(self) -> None:
         """At start: the threads of stateless runs whose clients left before a restart go too."""
         for row in await self.runs.all_threads():
-            if row.metadata != {"stateless": True}:
+            if row.metadata.get("stateless") is not True:
                 continue
             runs = await self.runs.runs_of(row.thread_id)
             if any(r.kwargs.get("on_completion") == "keep" for r in runs):
