@@ -153,7 +153,14 @@ async def list_sessions(
 ) -> SessionList:
     """Sessions, newest first: the caller's own (an admin's: everyone's)."""
     records, total = await services_of(request).store.list_page(limit=limit, offset=offset, owner=caller.owner_filter)
-    return SessionList(sessions=[SessionSummary.of(r) for r in records], total=total, limit=limit, offset=offset)
+    return SessionList(
+        sessions=[SessionSummary.of(r) for r in records],
+        total=total,
+        limit=limit,
+        offset=offset,
+        user=caller.name,
+        all_users=caller.admin,
+    )
 
 
 @research.get("/{session_id}/status", response_model=StatusResponse, responses=_errors(404))
