@@ -8,10 +8,12 @@ user is not held back by the first one's sessions; the local single user (no use
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
 
+from research_tool.core.errors import SessionStateError
 from research_tool.runtime.backends import open_users
 
 from .conftest import OK_BODY, SlowWiki, offline_settings, serve
@@ -99,3 +101,31 @@ async def test_the_local_user_has_no_limit(tmp_path: Path, slow_wiki: SlowWiki) 
         async with serve(settings) as live:
             for _ in range(3):
                 assert (await live.client.post("/api/research/start", json=OK_BODY)).status_code == 202
+
+
+async def test_the_daily_token_budget_reserves_each_sessions_budget(tmp_path: Path, slow_wiki: SlowWiki) -> None:
+    """50 starts at once against a day of 5 sessions' token budgets: exactly 5 (each unfinished session holds its
+    whole RESEARCH_TOKEN_BUDGET until it has finished and its real spend is written)."""
+    with slow_wiki(1.0) as (url, _):
+        settings = offline_settings(
+            tmp_path / "data", url, max_concurrent_sessions=20, token_budget=1000, user_max_tokens_per_day=5000
+        )
+        async with open_users(settings) as users:
+            key = await users.add("alice")
+        async with serve(settings) as live:
+            headers = {"X-Api-Key": key}
+            answers = await asyncio.gather(
+                *(live.client.post("/api/research/start", json=OK_BODY, headers=headers) for _ in range(STARTS))
+            )
+            codes = sorted(r.status_code for r in answers)
+            assert codes.count(202) == LIMIT and codes.count(429) == STARTS - LIMIT, codes
+            message = next(r for r in answers if r.status_code == 429).json()["error"]["message"]
+            assert "RESEARCH_USER_MAX_TOKENS_PER_DAY=5000" in message and "\n" not in message
+            # what finished sessions spent counts too: 4,500 spent today leaves no room for a 1,000-token budget
+            for sid in [r.json()["session_id"] for r in answers if r.status_code == 202]:
+                with contextlib.suppress(SessionStateError):  # finished already
+                    await live.services.runner.request_stop(sid)
+                await live.services.runner.until_finished(sid)
+            await live.services.users.audit("alice", "tokens", "earlier-session", "4500")
+            over = await live.client.post("/api/research/start", json=OK_BODY, headers=headers)
+            assert over.status_code == 429 and "has spent 4500 model tokens today" in over.text

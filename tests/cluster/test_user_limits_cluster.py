@@ -1,7 +1,8 @@
 """Per-user limits across API nodes (issue 44): two `serve --no-worker` processes on one Postgres database, 50
-starts by one user at once, split between them, against RESEARCH_USER_MAX_CONCURRENT_SESSIONS=5: exactly 5 are
-accepted (queued: no worker runs them) and 45 get 429; the count is claimed under a per-user advisory lock in the
-same transaction as the insert, so the two nodes cannot overshoot together.
+starts by one user at once, split between them, against RESEARCH_USER_MAX_CONCURRENT_SESSIONS=5 (and against a
+daily token budget of five sessions' RESEARCH_TOKEN_BUDGET): exactly 5 are accepted (queued: no worker runs
+them) and 45 get 429; the count is claimed under a per-user advisory lock in the same transaction as the insert,
+so the two nodes cannot overshoot together.
 
 Skips when Postgres (127.0.0.1:5432, or RESEARCH_TEST_POSTGRES_URL) cannot be reached.
 """
@@ -24,9 +25,17 @@ STARTS = 50
 LIMIT = 5
 
 
+LIMITS = {
+    "concurrent": {"RESEARCH_USER_MAX_CONCURRENT_SESSIONS": str(LIMIT)},
+    # five sessions' token budgets a day: each unfinished session holds its whole budget
+    "tokens": {"RESEARCH_TOKEN_BUDGET": "1000", "RESEARCH_USER_MAX_TOKENS_PER_DAY": str(LIMIT * 1000)},
+}
+
+
 @pytest.mark.slow
-async def test_fifty_starts_through_two_api_nodes_against_a_limit_of_five(tmp_path: Path) -> None:
-    with running_cluster(tmp_path, RESEARCH_USER_MAX_CONCURRENT_SESSIONS=str(LIMIT)) as harness:
+@pytest.mark.parametrize("limit", sorted(LIMITS))
+async def test_fifty_starts_through_two_api_nodes_against_a_limit_of_five(tmp_path: Path, limit: str) -> None:
+    with running_cluster(tmp_path, **LIMITS[limit]) as harness:
         settings = Settings(_env_file=None, database_url=harness.database_url, data_dir=tmp_path / "data")  # type: ignore[call-arg]
         async with open_users(settings) as users:
             key = await users.add("alice")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -79,6 +80,12 @@ class Settings(BaseSettings):
     # identity). None: no limit. The local single user (no key, no users) has none.
     user_max_concurrent_sessions: int | None = Field(default=None, ge=1, le=100_000)
     user_max_sessions_per_day: int | None = Field(default=None, ge=1, le=10_000_000)
+    # Model tokens per UTC day per named user: a start is admitted only while the tokens the user's sessions
+    # spent today plus RESEARCH_TOKEN_BUDGET for each unfinished one (the new one included) stay within it.
+    user_max_tokens_per_day: int | None = Field(default=None, ge=1)
+    # USD per million tokens by model (`{"gpt-4o-mini": 0.3, "anthropic:claude-haiku-4-5": 2.0}`), inline JSON or a
+    # path to a JSON file: a report of such a model gets `metadata.cost_usd`.
+    price_table: str | None = None
     # LangGraph custom auth: `module.path:auth` (or `path/to/file.py:auth`) naming a langgraph_sdk.Auth object
     # (api/custom_auth.py); unset, the `auth.path` of ./langgraph.json is used when there is one.
     auth: str | None = None
@@ -199,6 +206,25 @@ class Settings(BaseSettings):
         """Path of one of the SQLite files under the data dir (created on demand)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         return self.data_dir / name
+
+
+def price_per_million(settings: Settings, model: str) -> float | None:
+    """RESEARCH_PRICE_TABLE's USD per million tokens for `model` (its name, or RESEARCH_LLM's `provider:model`);
+    None when there is no table, it is unreadable, or it does not price the model."""
+    text = (settings.price_table or "").strip()
+    if not text:
+        return None
+    try:
+        table = json.loads(text if text.startswith("{") else Path(text).expanduser().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(table, dict):
+        return None
+    for key in (model, settings.llm):
+        price = table.get(key)
+        if isinstance(price, int | float) and not isinstance(price, bool) and price >= 0:
+            return float(price)
+    return None
 
 
 def secret_value(secret: SecretStr | None) -> str | None:

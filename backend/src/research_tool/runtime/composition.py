@@ -64,7 +64,10 @@ class ResearchServices:
     def limits_for(self, owner: str | None) -> UserLimits | None:
         """The per-user limits a start by `owner` is held to (None: the local single user, or no limit set)."""
         limits = UserLimits(
-            max_active=self.settings.user_max_concurrent_sessions, max_per_day=self.settings.user_max_sessions_per_day
+            max_active=self.settings.user_max_concurrent_sessions,
+            max_per_day=self.settings.user_max_sessions_per_day,
+            max_tokens_per_day=self.settings.user_max_tokens_per_day,
+            session_tokens=self.settings.token_budget,
         )
         return limits if owner is not None and limits.any else None
 
@@ -168,6 +171,7 @@ async def _open_process_services(
                 clarify_timeout_s=settings.clarify_timeout_s,
                 leasing=leases,
                 llm=settings.llm,
+                usage=storage.users,
             )
             assert_prunable(runner.graph.channels)
             services = ResearchServices(

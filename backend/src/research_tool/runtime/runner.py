@@ -48,6 +48,10 @@ CLAIM_RETRY_S = 5.0  # cluster mode: how often a process waiting on another's se
 Signal = Literal["stop", "answers", "deleted"]
 
 
+class UsageLog(Protocol):
+    async def audit(self, actor: str, action: str, target: str | None = None, detail: str | None = None) -> None: ...
+
+
 class SessionLeasing(Protocol):
     """Cluster mode: who may run a session (runtime/cluster/leases.py), and how many wait in the shared queue."""
 
@@ -123,6 +127,7 @@ class SessionRunner:
         max_queued: int = 2000,
         leasing: SessionLeasing | None = None,
         llm: str = "offline",
+        usage: UsageLog | None = None,
     ) -> None:
         self.store = store
         self.events = events
@@ -136,6 +141,7 @@ class SessionRunner:
         self._clarify_timeout_s = clarify_timeout_s
         self._leasing = leasing
         self._llm = llm  # the engine `default_privacy` counts with, for a request that names no privacy mode
+        self._usage = usage  # where a named owner's spent tokens are written (runtime/users.py: their daily budget)
         self._max_queued = max_queued
         self._live: dict[str, _Live] = {}
         self._finish_listeners: list[Callable[[str], None]] = []
@@ -510,7 +516,23 @@ class SessionRunner:
             return {"timed_out": True}
         return {"answers": answers}
 
+    async def _record_tokens(self, session_id: str, values: dict[str, Any] | None) -> None:
+        """A named owner's session is ending: write what it spent (a `tokens` audit line) before its row says it
+        finished, so that the user's daily token budget never counts it as neither reserved nor spent."""
+        if self._usage is None:
+            return
+        record = await self.store.get(session_id)
+        if record.owner is None:
+            return
+        if values is None:
+            snapshot = await self.graph.aget_state({"configurable": {"thread_id": session_id}})
+            values = dict(snapshot.values or {})
+        spent = int(sum((values.get("tokens") or {}).values()))
+        if spent > 0:
+            await self._usage.audit(record.owner, "tokens", session_id, str(spent))
+
     async def _complete(self, session_id: str, values: dict[str, Any]) -> None:
+        await self._record_tokens(session_id, values)
         report = values.get("final_report") or {}
         stop_reason = values.get("stop_reason")
         await self.store.update(session_id, status="completed", stop_reason=stop_reason, progress=progress_of(values))
@@ -545,6 +567,10 @@ class SessionRunner:
             log.warning("session_interrupt_not_recorded", session_id=session_id)
 
     async def _fail(self, session_id: str, message: str) -> None:
+        try:
+            await self._record_tokens(session_id, None)
+        except Exception:  # the failure itself may be the store's: the row must still say failed
+            log.warning("session_tokens_not_recorded", session_id=session_id)
         await self.store.update(session_id, status="failed", error=message)
         await self.events.append(session_id, "session_failed", None, f"Research failed: {message}", {"error": message})
         root = telemetry.current()

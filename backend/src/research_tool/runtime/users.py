@@ -41,7 +41,7 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 TOKEN_USER = "admin"
 # The actor of the CLI's changes (the local admin on its own data dir) in the audit log
 CLI_ACTOR = "cli"
-AUDIT_ACTIONS = ("start", "stop", "delete", "resume", "clarify", "user_added", "user_revoked")
+AUDIT_ACTIONS = ("start", "stop", "delete", "resume", "clarify", "user_added", "user_revoked", "tokens")
 
 USERS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
@@ -172,11 +172,13 @@ class UserLimits:
 
     max_active: int | None = None
     max_per_day: int | None = None
+    max_tokens_per_day: int | None = None
+    session_tokens: int = 0  # what an unfinished session may still spend (RESEARCH_TOKEN_BUDGET): reserved for it
     retry_after_s: int = 10  # what a 429 for the concurrent limit says (the runner's run-time estimate)
 
     @property
     def any(self) -> bool:
-        return self.max_active is not None or self.max_per_day is not None
+        return self.max_active is not None or self.max_per_day is not None or self.max_tokens_per_day is not None
 
 
 def day_start(now: datetime | None = None) -> str:
@@ -191,8 +193,11 @@ def seconds_to_midnight(now: datetime | None = None) -> int:
     return max(1, int((tomorrow - now).total_seconds()) + 1)
 
 
-def limit_reason(owner: str, limits: UserLimits, active: int, today: int) -> tuple[str, int] | None:
-    """The one-line reason and Retry-After of a start over `limits` (None: within them)."""
+def limit_reason(
+    owner: str, limits: UserLimits, active: int, today: int, tokens_today: int = 0
+) -> tuple[str, int] | None:
+    """The one-line reason and Retry-After of a start over `limits` (None: within them). `tokens_today`: what the
+    owner's finished sessions spent today; each unfinished one (and the new one) counts its whole token budget."""
     if limits.max_active is not None and active >= limits.max_active:
         return (
             f"user {owner} has {active} unfinished sessions, the most allowed at once "
@@ -206,7 +211,26 @@ def limit_reason(owner: str, limits: UserLimits, active: int, today: int) -> tup
             f"(RESEARCH_USER_MAX_SESSIONS_PER_DAY={limits.max_per_day}); try again after midnight UTC",
             wait,
         )
+    if limits.max_tokens_per_day is not None:
+        committed = tokens_today + (active + 1) * limits.session_tokens
+        if committed > limits.max_tokens_per_day:
+            # room once an unfinished session has finished (spending less than its budget), else tomorrow
+            fits_later = active > 0 and tokens_today + limits.session_tokens <= limits.max_tokens_per_day
+            return (
+                f"user {owner} has spent {tokens_today} model tokens today and {active} unfinished sessions may spend "
+                f"{active * limits.session_tokens} more; one more session (RESEARCH_TOKEN_BUDGET="
+                f"{limits.session_tokens}) would pass RESEARCH_USER_MAX_TOKENS_PER_DAY={limits.max_tokens_per_day}",
+                limits.retry_after_s if fits_later else seconds_to_midnight(),
+            )
     return None
+
+
+def spent_tokens_sql(placeholder: str) -> str:
+    """Today's tokens of one user: the `tokens` audit lines their finished sessions left (detail: the count)."""
+    return (
+        "SELECT COALESCE(SUM(CAST(detail AS INTEGER)), 0) FROM audit"
+        f" WHERE actor = {placeholder} AND action = 'tokens' AND ts >= {placeholder}"
+    )
 
 
 # --- the stores -------------------------------------------------------------------------------------
@@ -326,7 +350,10 @@ def create_limited_sqlite(
                 "SELECT COUNT(*) FROM audit WHERE actor = ? AND action = 'start' AND ts >= ?", (owner, day_start())
             ).fetchone()[0]
         )
-        refusal = limit_reason(owner, limits, active, today)
+        tokens_today = 0
+        if limits.max_tokens_per_day is not None:
+            tokens_today = int(conn.execute(spent_tokens_sql("?"), (owner, day_start())).fetchone()[0])
+        refusal = limit_reason(owner, limits, active, today, tokens_today)
         if refusal is None:
             conn.execute(insert_sql, row)
             conn.execute(

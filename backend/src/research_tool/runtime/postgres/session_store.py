@@ -112,7 +112,16 @@ class PostgresSessionStore:
                 )
                 counts = await cur.fetchone()
                 assert counts is not None
-                refusal = limit_reason(owner, limits, int(counts["active"]), int(counts["today"]))
+                tokens_today = 0
+                if limits.max_tokens_per_day is not None:
+                    cur = await conn.execute(
+                        "SELECT COALESCE(SUM(CAST(detail AS bigint)), 0) AS spent FROM audit"
+                        " WHERE actor = %s AND action = 'tokens' AND ts >= %s",
+                        (owner, day_start()),
+                    )
+                    spent = await cur.fetchone()
+                    tokens_today = int(spent["spent"]) if spent else 0
+                refusal = limit_reason(owner, limits, int(counts["active"]), int(counts["today"]), tokens_today)
                 if refusal is not None:
                     raise UserLimitError(refusal[0], retry_after_s=refusal[1])
             await conn.execute(
