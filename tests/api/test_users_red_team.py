@@ -295,6 +295,16 @@ async def test_bob_gets_nothing_of_alices_and_carol_sees_both(team: Team) -> Non
         if kind == "open" and method == "GET" and "{" not in path and path != "/mcp":
             assert (await team.call("bob", method, path)).status_code == 200, path
 
+    # an admin's new round on alice's session (a thread too) leaves it alice's
+    rerun = await team.call("carol", "POST", f"/threads/{sid}/runs/wait", RUN_INPUT)
+    assert rerun.status_code == 200, rerun.text
+    assert (await team.call("alice", "GET", f"/api/research/{sid}/status")).status_code == 200
+    assert (await team.call("bob", "GET", f"/threads/{sid}")).status_code == 404
+    owners = {
+        s["session_id"]: s["owner"] for s in (await team.call("carol", "GET", "/api/research")).json()["sessions"]
+    }
+    assert owners[sid] == "alice" and owners[bob_sid] == "bob"
+
     # an admin's delete works on anyone's; afterwards alice's things are gone for her too
     assert (await team.call("bob", "DELETE", f"/api/research/{sid}")).status_code == 404
     assert (await team.call("carol", "DELETE", f"/api/research/{sid}")).status_code == 204

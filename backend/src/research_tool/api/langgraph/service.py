@@ -522,8 +522,9 @@ class LangGraphProtocol:
     ) -> None:
         """A new research round on the thread: a finished session of an earlier run makes way for it. The session
         is the thread's owner's; `limited` (a run a request starts now): held to their limits (429 when over)."""
-        row = await self.runs.get_thread(thread_id)
-        owner = row.owner if row is not None and row.owner is not None else CALLER.get().name
+        row, record = await self.runs.get_thread(thread_id), await self.record(thread_id)
+        # the thread's owner keeps it (an admin's new round on a user's thread is still the user's)
+        owner = thread_owner(row, record) if row is not None or record is not None else CALLER.get().name
         limits = self.services.limits_for(owner) if limited else None
         if replace:
             runner = self.services.runner
