@@ -88,6 +88,15 @@ async def test_sessions_per_day(tmp_path: Path, slow_wiki: SlowWiki) -> None:
             )
             assert run.status_code == 429, run.text
             assert (await live.client.post("/run", json=OK_BODY, headers=headers)).status_code == 429
+            # a new round on one of her finished threads is refused before the old round is touched
+            kept = first[1].json()["session_id"]
+            await live.services.runner.until_finished(kept)
+            rerun = await live.client.post(
+                f"/threads/{kept}/runs/wait", json={"assistant_id": "research", "input": OK_BODY}, headers=headers
+            )
+            assert rerun.status_code == 429, rerun.text
+            assert (await live.client.get(f"/api/research/{kept}/report", headers=headers)).status_code == 200
+            assert (await live.client.get(f"/threads/{kept}/runs", headers=headers)).json() == []
             # nothing half-made: the refused LangGraph run left no thread behind (her threads are her 2 sessions)
             listed = (await live.client.get("/api/research", headers=headers)).json()
             assert listed["total"] == 2

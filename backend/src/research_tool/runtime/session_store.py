@@ -121,6 +121,14 @@ class SessionStore:
         self._cache[sid] = record
         return _handed_out(record)
 
+    async def limit_refusal(self, owner: str, limits: UserLimits) -> tuple[str, int] | None:
+        """Whether a start by `owner` would be refused now (reason, Retry-After), writing nothing: for a caller that
+        must know before it changes anything (a LangGraph round that replaces the thread's finished session)."""
+        refusal: tuple[str, int] | None = await self._conn._execute(  # type: ignore[no-untyped-call]
+            create_limited_sqlite, self._conn._conn, None, (), owner, limits, UNFINISHED_STATUSES
+        )
+        return refusal
+
     async def get(self, session_id: str) -> SessionRecord:
         cached = self._cache.get(session_id)
         if cached is not None:

@@ -328,7 +328,7 @@ class UserStore:
 
 def create_limited_sqlite(
     conn: sqlite3.Connection,
-    insert_sql: str,
+    insert_sql: str | None,
     row: Sequence[Any],
     owner: str,
     limits: UserLimits,
@@ -336,7 +336,8 @@ def create_limited_sqlite(
 ) -> tuple[str, int] | None:
     """In the connection's own thread (no other statement interleaves): count the owner's unfinished sessions
     and today's starts, and only within the limits insert the session and its `start` audit line, in one
-    savepoint. Returns the refusal (reason, Retry-After) instead when over a limit: nothing written."""
+    savepoint. Returns the refusal (reason, Retry-After) instead when over a limit: nothing written.
+    `insert_sql` None: only say whether a start would be refused now (nothing written either way)."""
     conn.execute("SAVEPOINT user_limits")
     try:
         marks = ",".join("?" for _ in active_statuses)
@@ -354,14 +355,14 @@ def create_limited_sqlite(
         if limits.max_tokens_per_day is not None:
             tokens_today = int(conn.execute(spent_tokens_sql("?"), (owner, day_start())).fetchone()[0])
         refusal = limit_reason(owner, limits, active, today, tokens_today)
-        if refusal is None:
+        if refusal is None and insert_sql is not None:
             conn.execute(insert_sql, row)
             conn.execute(
                 "INSERT INTO audit (ts, actor, action, target, detail) VALUES (?, ?, 'start', ?, NULL)",
                 (utc_now_iso(), owner, row[0]),
             )
             conn.execute("RELEASE user_limits")
-        else:
+        else:  # refused, or only asked
             conn.execute("ROLLBACK TO user_limits")
             conn.execute("RELEASE user_limits")
         return refusal

@@ -40,7 +40,7 @@ from research_tool.api.langgraph.shapes import (
     thread_json,
 )
 from research_tool.api.routes.research import check_corpus_dirs
-from research_tool.core.errors import SessionNotFoundError, SessionStateError
+from research_tool.core.errors import SessionNotFoundError, SessionStateError, UserLimitError
 from research_tool.core.keyed_locks import KeyedLocks
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
@@ -530,6 +530,10 @@ class LangGraphProtocol:
             runner = self.services.runner
             if not runner.clustered:  # a full server refuses before the earlier round is deleted, not after
                 runner.admission.check(running=runner.running_count)
+            if owner is not None and limits is not None:  # and so does a user at their limits
+                refusal = await self.services.store.limit_refusal(owner, limits)
+                if refusal is not None:
+                    raise UserLimitError(refusal[0], retry_after_s=refusal[1])
             await self.keep_output(thread_id)
             await runner.delete(thread_id)
         await self.services.runner.create(request, thread_id, traceparent=traceparent, owner=owner, limits=limits)

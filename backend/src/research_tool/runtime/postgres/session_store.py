@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from psycopg import sql
+from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
@@ -83,6 +83,20 @@ def _encoded(name: str, value: Any) -> Any:
     return value
 
 
+async def _refusal(conn: AsyncConnection[DictRow], owner: str, limits: UserLimits) -> tuple[str, int] | None:
+    """`owner`'s unfinished sessions, starts and spent tokens today, against `limits`."""
+    cur = await conn.execute(
+        "SELECT (SELECT COUNT(*) FROM sessions WHERE owner = %s AND status = ANY(%s)) AS active,"
+        " (SELECT COUNT(*) FROM audit WHERE actor = %s AND action = 'start' AND ts >= %s) AS today,"
+        " (SELECT COALESCE(SUM(CAST(detail AS bigint)), 0) FROM audit"
+        "  WHERE actor = %s AND action = 'tokens' AND ts >= %s) AS spent",
+        (owner, list(UNFINISHED_STATUSES), owner, day_start(), owner, day_start()),
+    )
+    counts = await cur.fetchone()
+    assert counts is not None
+    return limit_reason(owner, limits, int(counts["active"]), int(counts["today"]), int(counts["spent"]))
+
+
 class PostgresSessionStore:
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
@@ -105,23 +119,7 @@ class PostgresSessionStore:
         async with self._pool.connection() as conn, conn.transaction():
             if owner is not None and limits is not None and limits.any:
                 await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (USER_LOCK_SPACE, owner))
-                cur = await conn.execute(
-                    "SELECT (SELECT COUNT(*) FROM sessions WHERE owner = %s AND status = ANY(%s)) AS active,"
-                    " (SELECT COUNT(*) FROM audit WHERE actor = %s AND action = 'start' AND ts >= %s) AS today",
-                    (owner, list(UNFINISHED_STATUSES), owner, day_start()),
-                )
-                counts = await cur.fetchone()
-                assert counts is not None
-                tokens_today = 0
-                if limits.max_tokens_per_day is not None:
-                    cur = await conn.execute(
-                        "SELECT COALESCE(SUM(CAST(detail AS bigint)), 0) AS spent FROM audit"
-                        " WHERE actor = %s AND action = 'tokens' AND ts >= %s",
-                        (owner, day_start()),
-                    )
-                    spent = await cur.fetchone()
-                    tokens_today = int(spent["spent"]) if spent else 0
-                refusal = limit_reason(owner, limits, int(counts["active"]), int(counts["today"]), tokens_today)
+                refusal = await _refusal(conn, owner, limits)
                 if refusal is not None:
                     raise UserLimitError(refusal[0], retry_after_s=refusal[1])
             await conn.execute(
@@ -134,6 +132,11 @@ class PostgresSessionStore:
                     "INSERT INTO audit (ts, actor, action, target) VALUES (%s, %s, 'start', %s)", (now, owner, sid)
                 )
         return SessionRecord.queued(sid, request, trace_context, now, owner)
+
+    async def limit_refusal(self, owner: str, limits: UserLimits) -> tuple[str, int] | None:
+        """Whether a start by `owner` would be refused now (reason, Retry-After), writing nothing."""
+        async with self._pool.connection() as conn:
+            return await _refusal(conn, owner, limits)
 
     async def get(self, session_id: str) -> SessionRecord:
         async with self._pool.connection() as conn:
