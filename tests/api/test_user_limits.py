@@ -138,3 +138,19 @@ async def test_the_daily_token_budget_reserves_each_sessions_budget(tmp_path: Pa
             await live.services.users.audit("alice", "tokens", "earlier-session", "4500")
             over = await live.client.post("/api/research/start", json=OK_BODY, headers=headers)
             assert over.status_code == 429 and "has spent 4500 model tokens today" in over.text
+
+
+async def test_an_enqueued_run_needs_a_start_left_today(tmp_path: Path, slow_wiki: SlowWiki) -> None:
+    with slow_wiki(0.5) as (url, _):
+        settings = offline_settings(tmp_path / "data", url, user_max_sessions_per_day=1)
+        async with open_users(settings) as users:
+            key = await users.add("alice")
+        async with serve(settings, headers={"X-Api-Key": key}) as live:
+            run = {"assistant_id": "research", "input": OK_BODY, "if_not_exists": "create"}
+            first = await live.client.post("/threads/t-alice/runs", json=run)
+            assert first.status_code == 200, first.text
+            queued = await live.client.post("/threads/t-alice/runs", json={**run, "multitask_strategy": "enqueue"})
+            assert queued.status_code == 429 and "RESEARCH_USER_MAX_SESSIONS_PER_DAY=1" in queued.text
+            runs = (await live.client.get("/threads/t-alice/runs")).json()
+            assert [r["run_id"] for r in runs] == [first.json()["run_id"]]  # nothing enqueued
+            await live.services.runner.request_stop("t-alice")

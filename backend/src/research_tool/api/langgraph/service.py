@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any
 
 from fastapi.encoders import jsonable_encoder
@@ -465,6 +466,7 @@ class LangGraphProtocol:
             cancelled = bool(started) and started[-1].cancel_reason is not None
             if body.multitask_strategy == "reject" and not cancelled:
                 raise ApiError(409, f"thread {thread_id} is busy with a run; enqueue it or wait")
+            await self.check_day_limits(thread_id, record)  # and it is held to all of them again when it starts
             run.status = "pending"
             await self.runs.add_run(run)
             return run
@@ -540,6 +542,18 @@ class LangGraphProtocol:
         self.services.runner.submit(thread_id)
         await self.runs.mark_started(thread_id)
 
+    async def check_day_limits(self, thread_id: str, record: SessionRecord | None) -> None:
+        """An enqueued run will start a session once the thread's current one ends: refuse it now (429) when its
+        owner has no start (or token budget) left today. Their concurrent limit is checked when it starts."""
+        row = await self.runs.get_thread(thread_id)
+        owner = thread_owner(row, record)
+        limits = self.services.limits_for(owner)
+        if owner is None or limits is None:
+            return
+        refusal = await self.services.store.limit_refusal(owner, replace(limits, max_active=None))
+        if refusal is not None:
+            raise UserLimitError(refusal[0], retry_after_s=refusal[1])
+
     async def keep_output(self, thread_id: str) -> None:
         """Before a new round replaces the session: keep the current run's final values in its row, so that
         joining it later shows its own round, not the new one."""
@@ -582,7 +596,7 @@ class LangGraphProtocol:
                 await self.runs.update_run(run.run_id, starting=True)
                 if record is None and (row := await self.runs.get_thread(thread_id)) is not None and row.started:
                     await self.services.runner.forget_leftovers(thread_id)  # killed between delete and create
-                await self.start_session(thread_id, request, record is not None)
+                await self.start_session(thread_id, request, record is not None, limited=True)
             except Exception as exc:
                 log.warning("langgraph_enqueued_run_failed", thread_id=thread_id, run_id=run.run_id, error=str(exc))
                 if await self.record(thread_id) is None and run.request is not None:
