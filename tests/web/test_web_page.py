@@ -303,6 +303,47 @@ async def test_with_a_token_the_page_asks_once_and_streams_with_it(
         assert_clean(watched, outside)
 
 
+async def test_with_users_the_page_asks_for_a_key_and_says_whose_sessions_it_lists(
+    tmp_path: Path,
+    corpus_dir: Path,
+    slow_wiki: tuple[str, WikiReplay],
+    http: httpx.AsyncClient,
+    context: Any,
+    outside: Outside,
+) -> None:
+    """Issue 44: a server with users asks for the key once (this tab's sessionStorage); alice's list is titled hers
+    and holds only her sessions; an admin's list is everyone's, each session with its owner."""
+    from research_tool.core.settings import Settings
+    from research_tool.runtime.backends import open_users
+
+    data_dir = tmp_path / "data"
+    async with open_users(Settings(_env_file=None, data_dir=data_dir)) as users:  # type: ignore[call-arg]
+        alice, carol = await users.add("alice"), await users.add("carol", admin=True)
+    env = server_env(data_dir, corpus_dir, slow_wiki[0])
+    async with uvicorn_server(env, tmp_path / "server", http) as served:
+        page = await context.new_page()
+        watched = Watched(page)
+        await page.goto(served.base_url + "/")
+        await page.wait_for_selector("#token-dialog[open]")
+        await page.fill("#token-input", alice)
+        await page.click("#token-button")
+        await page.wait_for_selector("#provider-list input[value='local']")
+        await ask(page, QUESTION, providers=["local"], tier="simple")
+        await wait_for_report(page)
+        await page.click("#refresh-sessions")
+        await page.locator("#sessions-title", has_text="Sessions of alice").wait_for()
+        assert await page.locator("#session-list li").count() == 1
+        assert await page.locator(".session-owner").count() == 0
+
+        await page.evaluate(f"sessionStorage.setItem('research-tool.token', {carol!r})")
+        await page.goto(served.base_url + "/")
+        await page.locator("#sessions-title", has_text="Sessions of every user (you: carol, admin)").wait_for()
+        await page.wait_for_selector(".session-owner")
+        assert await page.locator(".session-owner").all_inner_texts() == ["alice"]
+        watched.errors = [e for e in watched.errors if "401" not in e]  # the first, keyless calls
+        assert_clean(watched, outside)
+
+
 # --- the API docs, offline ---------------------------------------------------------------------------------
 
 

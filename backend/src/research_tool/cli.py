@@ -358,6 +358,7 @@ def build_parser() -> OneLineParser:
         "research-tool mcp   (as the command an MCP client starts; see docs/mcp.md)",
     )
     add_gc_parser(sub)
+    add_users_parsers(sub)
     return parser
 
 
@@ -661,6 +662,7 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.composition import open_research_services
+    from research_tool.runtime.users import CLI_ACTOR
 
     async with open_research_services(settings) as services:
         session_id = await services.store.resolve(args.session_id)
@@ -671,6 +673,7 @@ async def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_OK
         last = await services.events.replay(record.id)
         after = last[-1].seq if last else 0
+        await services.users.audit(CLI_ACTOR, "resume", record.id)
         stderr.print(Text(f"Resuming session {record.id} from its last checkpoint.", style="bold"))
         return await drive_session(
             services, record.id, args.format, args.out, after=after, verbose=args.verbose, full=args.full
@@ -821,13 +824,106 @@ def read_text_file(path: Path) -> str | None:
         return None
 
 
+# --- users and audit (issue 44) -------------------------------------------------------------------
+
+
+def add_users_parsers(sub: Any) -> None:
+    users = add_command(
+        sub,
+        "users",
+        "add, revoke and list the users of the HTTP API (each with a key of their own)",
+        "research-tool users add alice",
+    )
+    actions = users.add_subparsers(
+        dest="users_command",
+        required=True,
+        parser_class=OneLineParser,
+        metavar="{add,revoke,list}",
+        help="add NAME [--admin]: a new user and their key; revoke NAME: their key stops working; list: every user",
+    )
+    add = add_command(actions, "add", "add a user and print their key (shown this once)", "research-tool users add bob")
+    add.add_argument("name", help="1-64 letters, digits, '.', '_', '@' or '-'")
+    add.add_argument(
+        "--admin", action="store_true", help="an admin sees and changes every user's sessions (default: own only)"
+    )
+    revoke = add_command(
+        actions, "revoke", "revoke a user's key at once (their sessions stay)", "research-tool users revoke bob"
+    )
+    revoke.add_argument("name", help="the user's name")
+    listing = add_command(
+        actions, "list", "list users (names, roles, when added or revoked)", "research-tool users list"
+    )
+    listing.add_argument("--json", action="store_true", help="print the rows as JSON (default: a table)")
+    audit = add_command(
+        sub,
+        "audit",
+        "list the audit log, newest first: starts, stops, deletes, resumes, answers, users added or revoked",
+        "research-tool audit --user alice",
+    )
+    audit.add_argument("--user", metavar="NAME", help="only what this user did (default: everyone)")
+    audit.add_argument("--limit", type=int, default=100, metavar="N", help="at most N lines (default: 100)")
+    audit.add_argument("--json", action="store_true", help="print the rows as JSON (default: a table)")
+
+
+async def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.runtime.backends import open_users
+    from research_tool.runtime.users import CLI_ACTOR
+
+    async with open_users(settings) as users:
+        if args.users_command == "add":
+            key = await users.add(args.name, admin=args.admin, actor=CLI_ACTOR)
+            stderr.print(Text(f"Added user {args.name}{' (admin)' if args.admin else ''}. Their key, shown only now:"))
+            print(key)
+            return EXIT_OK
+        if args.users_command == "revoke":
+            if not await users.revoke(args.name, actor=CLI_ACTOR):
+                raise CliError(f"no active user named {args.name}")
+            stderr.print(Text(f"Revoked user {args.name}: their key no longer works."))
+            return EXIT_OK
+        rows = await users.list_users()
+    shown = [
+        {"name": r.name, "role": "admin" if r.admin else "user", "added": r.created_at, "revoked": r.revoked_at}
+        for r in rows
+    ]
+    if args.json:
+        print(json.dumps(shown, indent=2))
+    else:
+        for row in shown:
+            print("\t".join(str(row[k] or "") for k in ("name", "role", "added", "revoked")))
+    return EXIT_OK
+
+
+async def users_exist(settings: Settings) -> bool:
+    """Whether any user was ever added to the data dir's (or database's) users (`serve` on a reachable host)."""
+    from research_tool.runtime.backends import open_users
+
+    async with open_users(settings) as users:
+        return await users.any_users()
+
+
+async def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from research_tool.runtime.backends import open_users
+
+    async with open_users(settings) as users:
+        rows = await users.audit_rows(limit=max(1, args.limit), actor=args.user)
+    shown = [{"ts": r.ts, "user": r.actor, "action": r.action, "target": r.target, "detail": r.detail} for r in rows]
+    if args.json:
+        print(json.dumps(shown, indent=2))
+    else:
+        for row in shown:
+            print("\t".join(str(row[k] or "") for k in ("ts", "user", "action", "target", "detail")))
+    return EXIT_OK
+
+
 async def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     from research_tool.runtime.composition import open_research_services
+    from research_tool.runtime.users import CLI_ACTOR
 
     async with open_research_services(settings) as services:
         ids = [await services.store.resolve(given) for given in args.session_ids]
         for session_id in dict.fromkeys(ids):
             await services.runner.delete(session_id)
+            await services.users.audit(CLI_ACTOR, "delete", session_id)
             stderr.print(Text(f"Deleted session {session_id}."))
     return EXIT_OK
 
@@ -1238,14 +1334,24 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import signal
 
     from research_tool.core.extras import require_postgres_extra
-    from research_tool.runtime.http_server import open_serving_refusal, open_serving_warning, run_server
+    from research_tool.runtime.http_server import (
+        is_loopback_host,
+        open_serving_refusal,
+        open_serving_warning,
+        run_server,
+    )
     from research_tool.runtime.ownership import DataDirOwner, record_serving_url
     from research_tool.runtime.shared_limits import check_shared_limits_settings
 
-    refusal = open_serving_refusal(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
+    has_users = not is_loopback_host(args.host) and asyncio.run(users_exist(settings))
+    refusal = open_serving_refusal(
+        settings, args.host, allow_unauthenticated=args.allow_unauthenticated, has_users=has_users
+    )
     if refusal is not None:
         raise CliError(refusal)
-    warning = open_serving_warning(settings, args.host, allow_unauthenticated=args.allow_unauthenticated)
+    warning = open_serving_warning(
+        settings, args.host, allow_unauthenticated=args.allow_unauthenticated, has_users=has_users
+    )
     if warning is not None:
         stderr.print(Text(f"research-tool: warning: {warning}"))
 
@@ -1361,6 +1467,8 @@ COMMANDS = {
     "mcp": cmd_mcp,
     "worker": cmd_worker,
     "gc": cmd_gc,
+    "users": cmd_users,
+    "audit": cmd_audit,
 }
 
 

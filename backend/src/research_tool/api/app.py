@@ -16,7 +16,9 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from research_tool import __version__
+from research_tool.api.auth import Authenticator
 from research_tool.api.body_size import BodySizeLimitMiddleware
+from research_tool.api.custom_auth import load_custom_auth
 from research_tool.api.errors import ApiError, install_error_handlers
 from research_tool.api.host_guard import LOCAL_ORIGIN_PATTERN, HostGuardMiddleware, parse_allowed_hosts
 from research_tool.api.langgraph.routes import langgraph
@@ -62,6 +64,7 @@ def create_app(settings: Settings | None = None, *, local_origins: bool = False)
     loop_lag = LoopLagMonitor(metrics.event_loop_lag.observe)
     gc_pauses = GcPauseMonitor(metrics.observe_gc_pause)
     mcp_server = build_mcp_server(lambda: running_services(app))
+    custom_auth = load_custom_auth(settings)  # RESEARCH_AUTH: a bad path fails here, before the server listens
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -79,6 +82,7 @@ def create_app(settings: Settings | None = None, *, local_origins: bool = False)
         ):
             metrics.observe(services)
             app.state.services = services
+            app.state.auth = Authenticator(settings, services.users, custom_auth)
             app.state.langgraph = langgraph_protocol
             resumed = await services.runner.resume_incomplete()
             settle_heap()
@@ -90,6 +94,7 @@ def create_app(settings: Settings | None = None, *, local_origins: bool = False)
             finally:
                 services.draining.set()  # (ResearchServer set it already, as the shutdown began)
                 app.state.services = None
+                app.state.auth = None
                 app.state.langgraph = None
                 await loop_lag.stop()
                 gc_pauses.stop()
@@ -108,6 +113,8 @@ def create_app(settings: Settings | None = None, *, local_origins: bool = False)
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.services = None
+    app.state.auth = None
+    app.state.custom_auth = custom_auth
     install_error_handlers(app)
     app.include_router(public)
     app.include_router(research)

@@ -21,6 +21,7 @@ from research_tool.core.errors import (
     ServerBusyError,
     SessionNotFoundError,
     SessionStateError,
+    UserLimitError,
 )
 from research_tool.core.logging import get_logger
 from research_tool.models.api import ErrorDetail, ErrorResponse
@@ -75,6 +76,8 @@ def status_for(exc: ResearchToolError) -> int:
         return 400
     if isinstance(exc, EngineUnavailableError | ServerBusyError):
         return 503
+    if isinstance(exc, UserLimitError):
+        return 429
     return 502 if exc.retryable else 500
 
 
@@ -96,7 +99,7 @@ async def research_error_handler(request: Request, exc: Exception) -> JSONRespon
     assert isinstance(exc, ResearchToolError)
     status = status_for(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    if isinstance(exc, ServerBusyError):
+    if isinstance(exc, ServerBusyError | UserLimitError):
         headers = {"Retry-After": str(exc.retry_after_s)}
     if status >= 500:
         log.warning("api_error", path=request.url.path, status=status, error_type=exc.error_type, message=exc.message)

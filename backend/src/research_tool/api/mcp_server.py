@@ -25,10 +25,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from research_tool import __version__
-from research_tool.api.auth import MISSING_TOKEN_MESSAGE, is_authorized
-from research_tool.api.errors import error_response, status_for
+from research_tool.api.auth import PRINCIPAL_SCOPE_KEY, authenticate
+from research_tool.api.errors import ApiError, error_response, status_for
 from research_tool.api.event_stream import session_events, stream_cut_short
-from research_tool.api.routes.research import check_corpus_dirs
+from research_tool.api.routes.research import audit, check_corpus_dirs, owned_session
 from research_tool.core import telemetry
 from research_tool.core.errors import ResearchToolError, ServerBusyError, SessionStateError
 from research_tool.core.logging import get_logger
@@ -37,6 +37,7 @@ from research_tool.models.report import Report
 from research_tool.models.request import ResearchRequest
 from research_tool.reporting.export import render_report
 from research_tool.runtime.composition import ResearchServices
+from research_tool.runtime.users import LOCAL, Principal
 
 log = get_logger(__name__)
 
@@ -150,6 +151,18 @@ def caller_traceparent(ctx: Context) -> str | None:
     return found
 
 
+def caller_of(ctx: Context) -> Principal:
+    """Who the tool call acts for: the principal the HTTP request carrying it was authenticated as (TokenGuard);
+    over stdio (no request: the local user's own process) the local admin."""
+    try:
+        request = ctx.request_context.request
+    except ValueError:  # outside a request
+        return LOCAL
+    scope = getattr(request, "scope", None)
+    found = scope.get(PRINCIPAL_SCOPE_KEY) if isinstance(scope, dict) else None
+    return found if isinstance(found, Principal) else LOCAL
+
+
 def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
     """The tools over the research services `services_of()` returns (raises while the process starts/stops)."""
     # The SDK's constructor calls logging.basicConfig on the root logger (a rich handler) at its log_level: at
@@ -168,8 +181,11 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
         request = build_request(**request_fields)
         check_corpus_dirs(request, svc.settings)
         request = svc.validate(request)
-        # ServerBusyError when the server is full: nothing created
-        record = await svc.runner.create(request, traceparent=caller_traceparent(ctx))
+        caller = caller_of(ctx)
+        # ServerBusyError when the server is full, UserLimitError over the caller's limits: nothing created
+        record = await svc.runner.create(
+            request, traceparent=caller_traceparent(ctx), owner=caller.name, limits=svc.limits_for(caller.name)
+        )
         svc.runner.submit(record.id)
         return record.id
 
@@ -260,28 +276,33 @@ def build_mcp_server(services_of: Callable[[], ResearchServices]) -> MCPServer:
             return error_result(exc)
 
     @server.tool()
-    async def research_status(session_id: str) -> Annotated[CallToolResult, StatusResponse]:
+    async def research_status(session_id: str, ctx: Context) -> Annotated[CallToolResult, StatusResponse]:
         """Where a session is: status, phase, cycle, sources, facts, saturation, stop reason."""
         try:
-            return model_result(StatusResponse.of(await services().store.get(session_id)))
+            return model_result(StatusResponse.of(await owned_session(services(), session_id, caller_of(ctx))))
         except ToolFailure as exc:
             return error_result(exc)
 
     @server.tool()
-    async def stop_research(session_id: str) -> Annotated[CallToolResult, SessionAccepted]:
+    async def stop_research(session_id: str, ctx: Context) -> Annotated[CallToolResult, SessionAccepted]:
         """Stop collecting now; the session still writes a report from what it found (get_report)."""
         try:
-            record = await services().runner.request_stop(session_id)
+            svc, caller = services(), caller_of(ctx)
+            await owned_session(svc, session_id, caller)
+            record = await svc.runner.request_stop(session_id)
+            await audit(svc, caller, "stop", session_id)
             return model_result(SessionAccepted(session_id=session_id, status=record.status))
         except ToolFailure as exc:
             return error_result(exc)
 
     @server.tool()
-    async def get_report(session_id: str, format: ReportFormat = "md") -> CallToolResult:
+    async def get_report(session_id: str, ctx: Context, format: ReportFormat = "md") -> CallToolResult:
         """A completed session's report: markdown (default) with the report JSON as structured content, or
         json, html or bib text."""
         try:
-            report = await services().runner.report(session_id)
+            svc = services()
+            await owned_session(svc, session_id, caller_of(ctx))
+            report = await svc.runner.report(session_id)
         except ToolFailure as exc:
             return error_result(exc)
         if format == "md":
@@ -301,10 +322,16 @@ class TokenGuard:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not is_authorized(HTTPConnection(scope)):
-            response = error_response(401, "unauthorized", MISSING_TOKEN_MESSAGE)
-            await response(scope, receive, send)
-            return
+        if scope["type"] == "http":
+            try:
+                await authenticate(HTTPConnection(scope))  # kept in the scope: the tools act for this caller
+            except ApiError as refusal:
+                headers = {"WWW-Authenticate": "Bearer"} if refusal.status_code == 401 else None
+                response = error_response(
+                    refusal.status_code, refusal.error_type, refusal.message, refusal.retryable, headers
+                )
+                await response(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 

@@ -65,6 +65,18 @@ class ServerBusyError(ResearchToolError):
         self.retry_after_s = retry_after_s
 
 
+class UserLimitError(ResearchToolError):
+    """A user is at one of their limits (concurrent sessions, sessions per day): nothing was created (API 429 with
+    Retry-After and the one-line reason)."""
+
+    error_type = "user_limit"
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class StorageUnavailableError(ResearchToolError):
     """The database RESEARCH_DATABASE_URL names cannot be reached (CLI exit 3, the server does not start)."""
 

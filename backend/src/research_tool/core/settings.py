@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -74,6 +75,20 @@ class Settings(BaseSettings):
     run_worker: bool = True
     clarify_timeout_s: float = Field(default=600.0, gt=0)
     api_token: SecretStr | None = None
+    # Per-user limits (docs/api.md, "Users"): unfinished sessions at once, and sessions started per UTC day, for
+    # each named user (the keys of `research-tool users add`, RESEARCH_API_TOKEN's `admin`, a RESEARCH_AUTH
+    # identity). None: no limit. The local single user (no key, no users) has none.
+    user_max_concurrent_sessions: int | None = Field(default=None, ge=1, le=100_000)
+    user_max_sessions_per_day: int | None = Field(default=None, ge=1, le=10_000_000)
+    # Model tokens per UTC day per named user: a start is admitted only while the tokens the user's sessions
+    # spent today plus RESEARCH_TOKEN_BUDGET for each unfinished one (the new one included) stay within it.
+    user_max_tokens_per_day: int | None = Field(default=None, ge=1)
+    # USD per million tokens by model (`{"gpt-4o-mini": 0.3, "anthropic:claude-haiku-4-5": 2.0}`), inline JSON or a
+    # path to a JSON file: a report of such a model gets `metadata.cost_usd`.
+    price_table: str | None = None
+    # LangGraph custom auth: `module.path:auth` (or `path/to/file.py:auth`) naming a langgraph_sdk.Auth object
+    # (api/custom_auth.py); unset, the `auth.path` of ./langgraph.json is used when there is one.
+    auth: str | None = None
     cors_origins: str = ""
     # Host names the server answers to besides localhost and its bound address (DNS-rebinding guard):
     # comma-separated, `*.example.org` wildcards, `*` for any (behind a proxy that checks Host).
@@ -191,6 +206,25 @@ class Settings(BaseSettings):
         """Path of one of the SQLite files under the data dir (created on demand)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         return self.data_dir / name
+
+
+def price_per_million(settings: Settings, model: str) -> float | None:
+    """RESEARCH_PRICE_TABLE's USD per million tokens for `model` (its name, or RESEARCH_LLM's `provider:model`);
+    None when there is no table, it is unreadable, or it does not price the model."""
+    text = (settings.price_table or "").strip()
+    if not text:
+        return None
+    try:
+        table = json.loads(text if text.startswith("{") else Path(text).expanduser().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(table, dict):
+        return None
+    for key in (model, settings.llm):
+        price = table.get(key)
+        if isinstance(price, int | float) and not isinstance(price, bool) and price >= 0:
+            return float(price)
+    return None
 
 
 def secret_value(secret: SecretStr | None) -> str | None:

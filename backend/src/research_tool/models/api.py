@@ -107,6 +107,7 @@ class SessionSummary(Strict):
     stop_reason: str | None
     created_at: str
     updated_at: str
+    owner: str | None = Field(default=None, description="the user who started it; null: the local single user")
 
     @classmethod
     def of(cls, record: SessionRecord) -> SessionSummary:
@@ -117,16 +118,19 @@ class SessionSummary(Strict):
             stop_reason=record.stop_reason,
             created_at=record.created_at,
             updated_at=record.updated_at,
+            owner=record.owner,
         )
 
 
 class SessionList(Strict):
-    """One page of sessions, newest first."""
+    """One page of sessions, newest first: the caller's own, or everyone's for an admin."""
 
     sessions: list[SessionSummary]
     total: int
     limit: int
     offset: int
+    user: str | None = Field(default=None, description="who is asking; null: the local single user")
+    all_users: bool = Field(default=True, description="true: every user's sessions (an admin); false: the caller's")
 
 
 class ProviderInfo(Strict):

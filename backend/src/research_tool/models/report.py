@@ -75,6 +75,7 @@ class ReportMetadata(Strict):
     quality: dict[str, Any] = Field(default_factory=dict)  # last cycle's evaluation scores
     budget: dict[str, Any] = Field(default_factory=dict)  # ledger: time, provider calls, tokens (used / limit)
     trace_id: str | None = None  # the OpenTelemetry trace the report was written in (null while tracing is off)
+    cost_usd: float | None = None  # token_count at RESEARCH_PRICE_TABLE's price for the model (null: not priced)
 
 
 class Report(Strict):

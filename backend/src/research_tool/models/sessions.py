@@ -62,12 +62,19 @@ class SessionRecord(BaseModel):
     # OpenTelemetry (core/telemetry.py, runtime/session_trace.py): the caller's traceparent (`parent`) and the first
     # run's root span (`first`), kept only while tracing is on
     trace_context: dict[str, str] | None = None
+    # The user who started it (issue 44, runtime/users.py); None: the local single user (no key, or the CLI)
+    owner: str | None = None
     created_at: str
     updated_at: str
 
     @classmethod
     def queued(
-        cls, session_id: str, request: ResearchRequest, trace_context: dict[str, str] | None, now: str
+        cls,
+        session_id: str,
+        request: ResearchRequest,
+        trace_context: dict[str, str] | None,
+        now: str,
+        owner: str | None = None,
     ) -> SessionRecord:
         """The record of a session just created (what both stores write for it)."""
         return cls(
@@ -76,6 +83,7 @@ class SessionRecord(BaseModel):
             request=request,
             status="queued",
             trace_context=trace_context or None,
+            owner=owner,
             created_at=now,
             updated_at=now,
         )

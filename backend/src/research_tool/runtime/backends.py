@@ -23,6 +23,7 @@ from research_tool.runtime.ownership import DataDirOwner
 from research_tool.runtime.session_store import SessionStore
 from research_tool.runtime.storage import open_database
 from research_tool.runtime.stores import ContentStoreProtocol, EventLogProtocol, SessionStoreProtocol
+from research_tool.runtime.users import UserStore, UserStoreProtocol
 
 if TYPE_CHECKING:
     from research_tool.runtime.postgres.checkpoints import PrunablePostgresSaver
@@ -39,6 +40,7 @@ class Storage:
     content: ContentStoreProtocol
     checkpointer: Checkpointer
     memory: MemoryStore
+    users: UserStoreProtocol
     conn: aiosqlite.Connection | None = None  # sessions.db (SQLite only)
     pool: Any = None  # the psycopg AsyncConnectionPool (Postgres only)
 
@@ -59,6 +61,7 @@ async def open_storage(settings: Settings, *, own_data_dir: bool = True) -> Asyn
                 content=pg.content,
                 checkpointer=pg.checkpointer,
                 memory=MemoryStore(pg.memory),
+                users=pg.users,
                 pool=pg.pool,
             )
         return
@@ -75,6 +78,7 @@ async def open_storage(settings: Settings, *, own_data_dir: bool = True) -> Asyn
                         content=content,
                         checkpointer=checkpointer,
                         memory=MemoryStore.from_settings(settings),
+                        users=UserStore(conn),
                         conn=conn,
                     )
             finally:
@@ -96,3 +100,20 @@ async def open_memory(settings: Settings) -> AsyncIterator[MemoryStore]:
             yield MemoryStore(pg.memory)
         return
     yield MemoryStore.from_settings(settings)
+
+
+@asynccontextmanager
+async def open_users(settings: Settings) -> AsyncIterator[UserStoreProtocol]:
+    """The users and the audit log alone (`research-tool users`, `audit`): no owner lock, beside a live server."""
+    if settings.database_url:
+        require_postgres_extra()
+        from research_tool.runtime.postgres.storage import open_postgres_storage
+
+        async with open_postgres_storage(settings.database_url, pool_size=2) as pg:
+            yield pg.users
+        return
+    conn = await open_database(settings.db_path("sessions.db"))
+    try:
+        yield UserStore(conn)
+    finally:
+        await conn.close()

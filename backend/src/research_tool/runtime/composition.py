@@ -37,6 +37,7 @@ from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.runner import SessionRunner
 from research_tool.runtime.shared_limits import open_shared_limits
 from research_tool.runtime.stores import ContentStoreProtocol, EventLogProtocol, SessionStoreProtocol
+from research_tool.runtime.users import UserLimits, UserStoreProtocol
 
 
 @dataclass
@@ -54,10 +55,21 @@ class ResearchServices:
     events: EventLogProtocol
     runner: SessionRunner
     storage: Storage
+    users: UserStoreProtocol
     cluster: Any = None  # Postgres: this process's ClusterNode (leases, LISTEN connection, claim loop)
     # Set when the server starts to shut down: every live stream of session events ends at once with a closing
     # part, and long polls answer 503, so that no open connection holds the shutdown (issue 32).
     draining: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def limits_for(self, owner: str | None) -> UserLimits | None:
+        """The per-user limits a start by `owner` is held to (None: the local single user, or no limit set)."""
+        limits = UserLimits(
+            max_active=self.settings.user_max_concurrent_sessions,
+            max_per_day=self.settings.user_max_sessions_per_day,
+            max_tokens_per_day=self.settings.user_max_tokens_per_day,
+            session_tokens=self.settings.token_budget,
+        )
+        return limits if owner is not None and limits.any else None
 
     def validate(self, request: ResearchRequest) -> ResearchRequest:
         """Raise BadInputError for a request that cannot run (folders, providers, privacy, engine); return it with
@@ -159,6 +171,7 @@ async def _open_process_services(
                 clarify_timeout_s=settings.clarify_timeout_s,
                 leasing=leases,
                 llm=settings.llm,
+                usage=storage.users,
             )
             assert_prunable(runner.graph.channels)
             services = ResearchServices(
@@ -175,6 +188,7 @@ async def _open_process_services(
                 events=events,
                 runner=runner,
                 storage=storage,
+                users=storage.users,
             )
             sweeper = (
                 asyncio.create_task(janitor.sweep_forever(settings.retention_days), name="retention")

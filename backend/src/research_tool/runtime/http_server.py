@@ -441,20 +441,31 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def open_serving_refusal(settings: Settings, host: str, *, allow_unauthenticated: bool) -> str | None:
-    """Why `serve` must not start (one line), or None: a non-loopback host without RESEARCH_API_TOKEN lets
-    anyone who can reach the port run research and read every session, unless the operator says so."""
-    if secret_value(settings.api_token) is not None or allow_unauthenticated or is_loopback_host(host):
+def authenticated(settings: Settings, has_users: bool) -> bool:
+    """Whether the server asks every caller who they are: RESEARCH_API_TOKEN, users of its own, or RESEARCH_AUTH."""
+    return secret_value(settings.api_token) is not None or has_users or bool(settings.auth)
+
+
+def open_serving_refusal(
+    settings: Settings, host: str, *, allow_unauthenticated: bool, has_users: bool = False
+) -> str | None:
+    """Why `serve` must not start (one line), or None: a non-loopback host without RESEARCH_API_TOKEN (or users, or
+    RESEARCH_AUTH) lets anyone who can reach the port run research and read every session, unless the operator
+    says so."""
+    if authenticated(settings, has_users) or allow_unauthenticated or is_loopback_host(host):
         return None
     return (
         f"serve --host {host} without RESEARCH_API_TOKEN would let anyone who can reach the port run research "
-        "and read every session; set RESEARCH_API_TOKEN, or pass --allow-unauthenticated if that is what you mean"
+        "and read every session; set RESEARCH_API_TOKEN or add users (`research-tool users add NAME`), "
+        "or pass --allow-unauthenticated if that is what you mean"
     )
 
 
-def open_serving_warning(settings: Settings, host: str, *, allow_unauthenticated: bool) -> str | None:
+def open_serving_warning(
+    settings: Settings, host: str, *, allow_unauthenticated: bool, has_users: bool = False
+) -> str | None:
     """What `serve --allow-unauthenticated` on a reachable address must say before it starts (one line)."""
-    if not allow_unauthenticated or secret_value(settings.api_token) is not None or is_loopback_host(host):
+    if not allow_unauthenticated or authenticated(settings, has_users) or is_loopback_host(host):
         return None
     return (
         f"serving {host} without RESEARCH_API_TOKEN (--allow-unauthenticated): anyone who can reach the port "

@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS lg_threads (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     metadata TEXT NOT NULL DEFAULT '{}',
-    started INTEGER NOT NULL DEFAULT 0
+    started INTEGER NOT NULL DEFAULT 0,
+    owner TEXT
 );
 CREATE TABLE IF NOT EXISTS lg_runs (
     run_id TEXT PRIMARY KEY,
@@ -71,6 +72,7 @@ class ThreadRow:
     updated_at: str
     metadata: dict[str, Any] = field(default_factory=dict)
     started: bool = False  # a run has created its session: once the session is gone, the thread is too
+    owner: str | None = None  # the user who created it (issue 44); None: the local single user
 
 
 @dataclass
@@ -116,6 +118,7 @@ def _thread(row: aiosqlite.Row) -> ThreadRow:
         updated_at=row["updated_at"],
         metadata=_json_object(row["metadata"], f"thread {row['thread_id']} metadata"),
         started=bool(row["started"]),
+        owner=row["owner"],
     )
 
 
@@ -151,6 +154,9 @@ class ThreadRuns:
         for column, kind in (("output", "TEXT"), ("request", "TEXT"), ("starting", "INTEGER NOT NULL DEFAULT 0")):
             if column not in columns:  # a data dir from before the column
                 await self._conn.execute(f"ALTER TABLE lg_runs ADD COLUMN {column} {kind}")
+        async with self._conn.execute("PRAGMA table_info(lg_threads)") as cur:
+            if "owner" not in {str(r[1]) for r in await cur.fetchall()}:
+                await self._conn.execute("ALTER TABLE lg_threads ADD COLUMN owner TEXT")
 
     # --- threads --------------------------------------------------------------------------------
 
@@ -159,13 +165,17 @@ class ThreadRuns:
             row = await cur.fetchone()
         return None if row is None else _thread(row)
 
-    async def put_thread(self, thread_id: str, metadata: dict[str, Any], *, started: bool = False) -> ThreadRow:
+    async def put_thread(
+        self, thread_id: str, metadata: dict[str, Any], *, started: bool = False, owner: str | None = None
+    ) -> ThreadRow:
+        """Write the thread; `owner` is set when the row is new (a thread's owner never changes)."""
         now = utc_now_iso()
         await self._conn.execute(
-            "INSERT INTO lg_threads (thread_id, created_at, updated_at, metadata, started) VALUES (?, ?, ?, ?, ?)"
+            "INSERT INTO lg_threads (thread_id, created_at, updated_at, metadata, started, owner)"
+            " VALUES (?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, metadata = excluded.metadata,"
             " started = MAX(lg_threads.started, excluded.started)",
-            (thread_id, now, now, json.dumps(metadata), int(started)),
+            (thread_id, now, now, json.dumps(metadata), int(started), owner),
         )
         row = await self.get_thread(thread_id)
         assert row is not None

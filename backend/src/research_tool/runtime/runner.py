@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
@@ -38,6 +38,7 @@ from research_tool.runtime.heap_trim import HeapTrimmer
 from research_tool.runtime.janitor import StorageJanitor
 from research_tool.runtime.session_trace import initial_trace_context, root_span
 from research_tool.runtime.stores import EventLogProtocol, SessionStoreProtocol
+from research_tool.runtime.users import UserLimits
 
 log = get_logger(__name__)
 
@@ -45,6 +46,10 @@ EngineFactory = Callable[[ResearchRequest], ReasoningEngine]
 ContextFactory = Callable[[SessionRecord, ReasoningEngine, asyncio.Event], ResearchContext]
 CLAIM_RETRY_S = 5.0  # cluster mode: how often a process waiting on another's session tries to take it over
 Signal = Literal["stop", "answers", "deleted"]
+
+
+class UsageLog(Protocol):
+    async def audit(self, actor: str, action: str, target: str | None = None, detail: str | None = None) -> None: ...
 
 
 class SessionLeasing(Protocol):
@@ -122,6 +127,7 @@ class SessionRunner:
         max_queued: int = 2000,
         leasing: SessionLeasing | None = None,
         llm: str = "offline",
+        usage: UsageLog | None = None,
     ) -> None:
         self.store = store
         self.events = events
@@ -135,6 +141,7 @@ class SessionRunner:
         self._clarify_timeout_s = clarify_timeout_s
         self._leasing = leasing
         self._llm = llm  # the engine `default_privacy` counts with, for a request that names no privacy mode
+        self._usage = usage  # where a named owner's spent tokens are written (runtime/users.py: their daily budget)
         self._max_queued = max_queued
         self._live: dict[str, _Live] = {}
         self._finish_listeners: list[Callable[[str], None]] = []
@@ -145,18 +152,27 @@ class SessionRunner:
     # --- starting and resuming ------------------------------------------------------------------
 
     async def create(
-        self, request: ResearchRequest, session_id: str | None = None, *, traceparent: str | None = None
+        self,
+        request: ResearchRequest,
+        session_id: str | None = None,
+        *,
+        traceparent: str | None = None,
+        owner: str | None = None,
+        limits: UserLimits | None = None,
     ) -> SessionRecord:
         """Write a new queued session; ServerBusyError (nothing written) when the queue is full.
         Launch it before the next await so that its queue place stays taken (cluster mode: the queued rows
         of the shared table are the queue, and `submit` hands the session to the workers).
-        `traceparent`: the caller's trace context (tracing on), which the session's first trace is a child of."""
+        `traceparent`: the caller's trace context (tracing on), which the session's first trace is a child of.
+        `owner`, `limits`: the user who starts it and their limits (runtime/users.py; UserLimitError when over)."""
         trace_context = initial_trace_context(traceparent)
         request = request.with_default_privacy(self._llm)  # stored as said (a no-op after `validate`)
         if self._leasing is not None:
-            return await self._create_queued(request, session_id, trace_context)
+            return await self._create_queued(request, session_id, trace_context, owner, limits)
         with self.admission.reserve(running=self.running_count):
-            record = await self.store.create(request, session_id, trace_context)
+            if limits is not None:
+                limits = replace(limits, retry_after_s=self.admission.retry_after_s())
+            record = await self.store.create(request, session_id, trace_context, owner=owner, limits=limits)
             if session_id is None:  # a fresh id: no event can exist for it
                 self.events.begin(record.id)
             await self.events.append(
@@ -165,7 +181,12 @@ class SessionRunner:
         return record
 
     async def _create_queued(
-        self, request: ResearchRequest, session_id: str | None, trace_context: dict[str, str] | None
+        self,
+        request: ResearchRequest,
+        session_id: str | None,
+        trace_context: dict[str, str] | None,
+        owner: str | None = None,
+        limits: UserLimits | None = None,
     ) -> SessionRecord:
         queued = await self._leasing.queued_count() if self._leasing is not None else 0
         if queued >= self._max_queued:
@@ -174,7 +195,9 @@ class SessionRunner:
                 f"try again in {self.admission.retry_after_s()} s",
                 retry_after_s=self.admission.retry_after_s(),
             )
-        record = await self.store.create(request, session_id, trace_context)
+        if limits is not None:
+            limits = replace(limits, retry_after_s=self.admission.retry_after_s())
+        record = await self.store.create(request, session_id, trace_context, owner=owner, limits=limits)
         if session_id is None:
             self.events.begin(record.id)
         await self.events.append(
@@ -493,7 +516,23 @@ class SessionRunner:
             return {"timed_out": True}
         return {"answers": answers}
 
+    async def _record_tokens(self, session_id: str, values: dict[str, Any] | None) -> None:
+        """A named owner's session is ending: write what it spent (a `tokens` audit line) before its row says it
+        finished, so that the user's daily token budget never counts it as neither reserved nor spent."""
+        if self._usage is None:
+            return
+        record = await self.store.get(session_id)
+        if record.owner is None:
+            return
+        if values is None:
+            snapshot = await self.graph.aget_state({"configurable": {"thread_id": session_id}})
+            values = dict(snapshot.values or {})
+        spent = int(sum((values.get("tokens") or {}).values()))
+        if spent > 0:
+            await self._usage.audit(record.owner, "tokens", session_id, str(spent))
+
     async def _complete(self, session_id: str, values: dict[str, Any]) -> None:
+        await self._record_tokens(session_id, values)
         report = values.get("final_report") or {}
         stop_reason = values.get("stop_reason")
         await self.store.update(session_id, status="completed", stop_reason=stop_reason, progress=progress_of(values))
@@ -528,6 +567,10 @@ class SessionRunner:
             log.warning("session_interrupt_not_recorded", session_id=session_id)
 
     async def _fail(self, session_id: str, message: str) -> None:
+        try:
+            await self._record_tokens(session_id, None)
+        except Exception:  # the failure itself may be the store's: the row must still say failed
+            log.warning("session_tokens_not_recorded", session_id=session_id)
         await self.store.update(session_id, status="failed", error=message)
         await self.events.append(session_id, "session_failed", None, f"Research failed: {message}", {"error": message})
         root = telemetry.current()

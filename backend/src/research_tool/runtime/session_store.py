@@ -17,13 +17,25 @@ from typing import Any
 import aiosqlite
 from pydantic import ValidationError
 
-from research_tool.core.errors import SessionNotFoundError
+from research_tool.core.errors import SessionNotFoundError, UserLimitError
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
-from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, check_session_id
+from research_tool.models.sessions import (
+    ACTIVE_STATUSES,
+    FINISHED_STATUSES,
+    UNFINISHED_STATUSES,
+    SessionRecord,
+    check_session_id,
+)
 from research_tool.runtime.group_commit import GroupCommit
 from research_tool.runtime.storage import reclaim_space
 from research_tool.runtime.stores import resolve_session_id
+from research_tool.runtime.users import UserLimits, create_limited_sqlite
+
+INSERT_SESSION = (
+    "INSERT INTO sessions (id, query, request, status, trace_context, owner, created_at, updated_at)"
+    " VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)"
+)
 
 
 def _record(row: aiosqlite.Row) -> SessionRecord:
@@ -40,6 +52,7 @@ def _record(row: aiosqlite.Row) -> SessionRecord:
         awaiting_since=row["awaiting_since"],
         error=row["error"],
         trace_context=json.loads(row["trace_context"]) if row["trace_context"] else None,
+        owner=row["owner"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
@@ -73,24 +86,48 @@ class SessionStore:
         self._cache: dict[str, SessionRecord] = {}  # unfinished sessions only
         # Writes so far (any session): a read that raced a write does not fill the cache.
         self._generation = 0
-        self._creates = GroupCommit(
-            conn,
-            "INSERT INTO sessions (id, query, request, status, trace_context, created_at, updated_at)"
-            " VALUES (?, ?, ?, 'queued', ?, ?, ?)",
-        )
+        self._creates = GroupCommit(conn, INSERT_SESSION)
 
     async def create(
-        self, request: ResearchRequest, session_id: str | None = None, trace_context: dict[str, str] | None = None
+        self,
+        request: ResearchRequest,
+        session_id: str | None = None,
+        trace_context: dict[str, str] | None = None,
+        *,
+        owner: str | None = None,
+        limits: UserLimits | None = None,
     ) -> SessionRecord:
+        """`owner`: the user who starts it (its `start` audit line is written with it). `limits`: that user's
+        (runtime/users.py): counted and claimed in one savepoint, UserLimitError (nothing written) when over."""
         now = utc_now_iso()
         sid = check_session_id(session_id) if session_id is not None else uuid.uuid4().hex
         trace = json.dumps(trace_context) if trace_context else None
-        # Starts arriving together are written in one transaction (runtime/group_commit.py): durable once done.
-        await self._creates.write((sid, request.query, request.model_dump_json(), trace, now, now))
+        row = (sid, request.query, request.model_dump_json(), trace, owner, now, now)
+        if owner is not None and limits is not None and limits.any:
+            refusal = await self._conn._execute(  # type: ignore[no-untyped-call]
+                create_limited_sqlite, self._conn._conn, INSERT_SESSION, row, owner, limits, UNFINISHED_STATUSES
+            )
+            if refusal is not None:
+                raise UserLimitError(refusal[0], retry_after_s=refusal[1])
+        else:
+            # Starts arriving together are written in one transaction (runtime/group_commit.py): durable once done.
+            await self._creates.write(row)
+            if owner is not None:
+                await self._conn.execute(
+                    "INSERT INTO audit (ts, actor, action, target) VALUES (?, ?, 'start', ?)", (now, owner, sid)
+                )
         # The row is what was just written: cache it rather than read it back (a start is one trip to SQLite).
-        record = SessionRecord.queued(sid, request, trace_context, now)
+        record = SessionRecord.queued(sid, request, trace_context, now, owner)
         self._cache[sid] = record
         return _handed_out(record)
+
+    async def limit_refusal(self, owner: str, limits: UserLimits) -> tuple[str, int] | None:
+        """Whether a start by `owner` would be refused now (reason, Retry-After), writing nothing: for a caller that
+        must know before it changes anything (a LangGraph round that replaces the thread's finished session)."""
+        refusal: tuple[str, int] | None = await self._conn._execute(  # type: ignore[no-untyped-call]
+            create_limited_sqlite, self._conn._conn, None, (), owner, limits, UNFINISHED_STATUSES
+        )
+        return refusal
 
     async def get(self, session_id: str) -> SessionRecord:
         cached = self._cache.get(session_id)
@@ -122,12 +159,16 @@ class SessionStore:
         ) as cur:
             return [str(row[0]) for row in await cur.fetchall()]
 
-    async def list_page(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
+    async def list_page(
+        self, *, limit: int = 20, offset: int = 0, owner: str | None = None
+    ) -> tuple[list[SessionRecord], int]:
+        """A page of sessions, newest first; `owner`: only that user's."""
+        where, params = ("WHERE owner = ?", (owner,)) if owner is not None else ("", ())
         async with self._conn.execute(
-            "SELECT * FROM sessions ORDER BY created_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
+            f"SELECT * FROM sessions {where} ORDER BY created_at DESC, id LIMIT ? OFFSET ?", (*params, limit, offset)
         ) as cur:
             rows = await cur.fetchall()
-        async with self._conn.execute("SELECT COUNT(*) FROM sessions") as cur:
+        async with self._conn.execute(f"SELECT COUNT(*) FROM sessions {where}", params) as cur:
             total_row = await cur.fetchone()
         return [_record(r) for r in rows], int(total_row[0]) if total_row else 0
 

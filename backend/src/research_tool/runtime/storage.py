@@ -12,6 +12,7 @@ from typing import Literal
 import aiosqlite
 
 from research_tool.core.logging import get_logger
+from research_tool.runtime.users import USERS_SCHEMA
 
 log = get_logger(__name__)
 
@@ -29,6 +30,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     awaiting_since TEXT,
     error TEXT,
     trace_context TEXT,
+    owner TEXT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
@@ -83,12 +85,17 @@ async def open_database(path: Path) -> aiosqlite.Connection:
     conn.row_factory = aiosqlite.Row
     await conn.executescript(SCHEMA)
     await _add_missing_columns(conn)
+    await conn.executescript(USERS_SCHEMA)
+    await conn.execute("CREATE INDEX IF NOT EXISTS sessions_by_owner ON sessions(owner, status)")
     await conn.commit()
     return conn
 
 
 # Columns added to `sessions` after its first version: a data dir made before them gets them on open.
-ADDED_SESSION_COLUMNS = {"trace_context": "TEXT"}  # issue 36: the session's OpenTelemetry trace context
+ADDED_SESSION_COLUMNS = {
+    "trace_context": "TEXT",  # issue 36: the session's OpenTelemetry trace context
+    "owner": "TEXT",  # issue 44: the user who started it (runtime/users.py); NULL: the local single user
+}
 
 
 async def _add_missing_columns(conn: aiosqlite.Connection) -> None:

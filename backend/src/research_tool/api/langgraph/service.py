@@ -11,11 +11,14 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any
 
 from fastapi.encoders import jsonable_encoder
 from langchain_core.runnables import RunnableConfig
 
+from research_tool.api.custom_auth import filter_matches
 from research_tool.api.errors import ApiError
 from research_tool.api.event_stream import session_events
 from research_tool.api.langgraph.bodies import (
@@ -38,7 +41,7 @@ from research_tool.api.langgraph.shapes import (
     thread_json,
 )
 from research_tool.api.routes.research import check_corpus_dirs
-from research_tool.core.errors import SessionNotFoundError, SessionStateError
+from research_tool.core.errors import SessionNotFoundError, SessionStateError, UserLimitError
 from research_tool.core.keyed_locks import KeyedLocks
 from research_tool.core.logging import get_logger
 from research_tool.models.entities import utc_now_iso
@@ -48,6 +51,7 @@ from research_tool.models.sessions import SessionRecord, check_session_id
 from research_tool.runtime.composition import ResearchServices
 from research_tool.runtime.langgraph_threads import RunRow, ThreadRow, ThreadRuns, open_thread_runs
 from research_tool.runtime.runner import progress_of
+from research_tool.runtime.users import LOCAL, Principal
 
 log = get_logger(__name__)
 
@@ -56,8 +60,35 @@ PENDING_POLL_S = 0.5
 END_OF_RUN_TYPES = frozenset({"clarification_requested", "session_completed", "session_failed"})
 
 
+# Who the current request acts for (issue 44): set by the routes' protocol dependency for the whole request, its
+# streams included; tasks of the server's own (an enqueued run's start) see the local admin.
+CALLER: ContextVar[Principal] = ContextVar("langgraph_caller", default=LOCAL)
+# The filters a RESEARCH_AUTH handler returned for this request (api/custom_auth.py): a thread whose metadata does
+# not satisfy every one is unknown to it, as someone else's is.
+FILTERS: ContextVar[tuple[dict[str, Any], ...]] = ContextVar("langgraph_filters", default=())
+
+
 def not_found(what: str) -> ApiError:
     return ApiError(404, what)
+
+
+def thread_owner(row: ThreadRow | None, record: SessionRecord | None) -> str | None:
+    """A thread's owner: its row's (a thread made before its first run), else its session's."""
+    if row is not None and row.owner is not None:
+        return row.owner
+    return record.owner if record is not None else None
+
+
+def visible(row: ThreadRow | None, record: SessionRecord | None) -> bool:
+    """Whether the current caller may see the thread: their own (an admin: anyone's), and its metadata satisfies
+    every filter the request's auth handlers returned."""
+    if not CALLER.get().sees(thread_owner(row, record)):
+        return False
+    filters = FILTERS.get()
+    if not filters:
+        return True
+    metadata = {"graph_id": GRAPH_ID, "assistant_id": ASSISTANT_ID, **(row.metadata if row else {})}
+    return all(filter_matches(f, metadata) for f in filters)
 
 
 def thread_config(thread_id: str) -> RunnableConfig:
@@ -118,12 +149,20 @@ class LangGraphProtocol:
         if record is None and row is not None and row.started:
             async with self._locks.hold(thread_id):  # a new round may be replacing the session: wait for it
                 return await self.thread_locked(thread_id)
-        if record is None and row is None:
+        if (record is None and row is None) or not visible(row, record):
+            raise not_found(f"unknown thread id: {thread_id}")  # someone else's is as unknown as a missing one
+        return row, record
+
+    async def thread_locked(
+        self, thread_id: str, *, anyones: bool = False
+    ) -> tuple[ThreadRow | None, SessionRecord | None]:
+        """`thread`, for a caller that holds the thread's lock. `anyones`: whoever owns it (to refuse a create)."""
+        row, record = await self._thread_locked(thread_id)
+        if not anyones and not visible(row, record):
             raise not_found(f"unknown thread id: {thread_id}")
         return row, record
 
-    async def thread_locked(self, thread_id: str) -> tuple[ThreadRow | None, SessionRecord | None]:
-        """`thread`, for a caller that holds the thread's lock."""
+    async def _thread_locked(self, thread_id: str) -> tuple[ThreadRow | None, SessionRecord | None]:
         row = await self.runs.get_thread(thread_id)
         record = await self.record(thread_id)
         if record is None and (row is None or row.started):
@@ -138,13 +177,13 @@ class LangGraphProtocol:
         tid = check_session_id(thread_id) if thread_id else str(uuid.uuid4())
         async with self._locks.hold(tid):
             try:
-                row, record = await self.thread_locked(tid)
+                row, record = await self.thread_locked(tid, anyones=True)
             except ApiError as exc:  # none yet, or its session was deleted (the stale row went with it)
                 if exc.status_code != 404:
                     raise
-                row, record = await self.runs.put_thread(tid, metadata), None
+                row, record = await self.runs.put_thread(tid, metadata, owner=CALLER.get().name), None
             else:
-                if if_exists != "do_nothing":
+                if if_exists != "do_nothing" or not visible(row, record):
                     raise ApiError(409, f"thread {tid} already exists")
             return await self.thread_json(tid, row, record, read=False)
 
@@ -152,7 +191,8 @@ class LangGraphProtocol:
         async with self._locks.hold(thread_id):  # not between a DELETE's read and its delete
             row, record = await self.thread_locked(thread_id)
             merged = {**(row.metadata if row else {}), **metadata}
-            row = await self.runs.put_thread(thread_id, merged, started=record is not None)
+            owner = thread_owner(row, record)
+            row = await self.runs.put_thread(thread_id, merged, started=record is not None, owner=owner)
             return await self.thread_json(thread_id, row, record, read=False)
 
     async def delete_thread(self, thread_id: str) -> None:
@@ -162,6 +202,7 @@ class LangGraphProtocol:
                 with contextlib.suppress(SessionNotFoundError):
                     await self.services.runner.delete(thread_id)
             await self.runs.delete_thread(thread_id)
+            await self.audit("delete", thread_id)
 
     async def state_values(
         self, thread_id: str, record: SessionRecord | None
@@ -193,11 +234,14 @@ class LangGraphProtocol:
     async def search_threads(
         self, *, metadata: dict[str, Any] | None, status: str | None, ids: list[str] | None, limit: int, offset: int
     ) -> list[dict[str, Any]]:
+        caller = CALLER.get()
         rows = {r.thread_id: r for r in await self.runs.all_threads()}
         records: dict[str, SessionRecord] = {}
         page = 0
         while True:
-            chunk, total = await self.services.store.list_page(limit=SESSION_PAGE, offset=page * SESSION_PAGE)
+            chunk, total = await self.services.store.list_page(
+                limit=SESSION_PAGE, offset=page * SESSION_PAGE, owner=caller.owner_filter
+            )
             records.update((r.id, r) for r in chunk)
             page += 1
             if page * SESSION_PAGE >= total or not chunk:
@@ -207,6 +251,8 @@ class LangGraphProtocol:
             row, record = rows.get(tid), records.get(tid)
             if record is None and row is not None and row.started:
                 continue  # its session was deleted
+            if not visible(row, record):
+                continue  # someone else's, or not what the auth handler's filters allow: searches show one's own
             candidates.append((tid, row, record))
         candidates.sort(key=lambda c: c[1].created_at if c[1] else c[2].created_at if c[2] else "", reverse=True)
         found: list[dict[str, Any]] = []
@@ -334,7 +380,14 @@ class LangGraphProtocol:
                 return run, record
         raise not_found(f"unknown run id {run_id} on thread {thread_id}")
 
-    async def create_run(self, thread_id: str | None, body: RunCreate, traceparent: str | None = None) -> RunRow:
+    async def create_run(
+        self,
+        thread_id: str | None,
+        body: RunCreate,
+        traceparent: str | None = None,
+        *,
+        thread_metadata: dict[str, Any] | None = None,
+    ) -> RunRow:
         """Validate everything, then write: a refused run leaves no thread and no run behind (a thread this
         request made is deleted again). `traceparent`: the caller's trace context; the run's session is a child
         of it (an enqueued run that starts later, after the thread's current one, is not)."""
@@ -352,13 +405,17 @@ class LangGraphProtocol:
             create = stateless
             if not stateless:
                 try:
-                    await self.thread_locked(thread_id)
+                    row, record = await self.thread_locked(thread_id, anyones=True)
                 except ApiError:
                     if body.if_not_exists != "create":
                         raise
                     create = True
-            if create:
-                await self.runs.put_thread(thread_id, {"stateless": True} if stateless else {})
+                else:
+                    if not visible(row, record):
+                        raise not_found(f"unknown thread id: {thread_id}")
+            if create:  # with the metadata an auth handler added to the run, so that its filters find the thread
+                metadata = {**(thread_metadata or {}), **({"stateless": True} if stateless else {})}
+                await self.runs.put_thread(thread_id, metadata, owner=CALLER.get().name)
             try:
                 return await self.add_run_locked(thread_id, body, answers, traceparent)
             except BaseException:
@@ -395,6 +452,7 @@ class LangGraphProtocol:
             else:
                 await self.services.runner.provide_answers(thread_id, answers)
             await self.runs.add_run(run)
+            await self.audit("resume", thread_id)
             return run
         earlier = await self.earlier_request(thread_id, record) if is_regenerate(body) else None
         request = check_request(research_request(body, earlier, assistant_options(body.assistant_id)), self.services)
@@ -408,11 +466,12 @@ class LangGraphProtocol:
             cancelled = bool(started) and started[-1].cancel_reason is not None
             if body.multitask_strategy == "reject" and not cancelled:
                 raise ApiError(409, f"thread {thread_id} is busy with a run; enqueue it or wait")
+            await self.check_day_limits(thread_id, record)  # and it is held to all of them again when it starts
             run.status = "pending"
             await self.runs.add_run(run)
             return run
         if record is None:
-            await self.start_session(thread_id, request, False, traceparent)
+            await self.start_session(thread_id, request, False, traceparent, limited=True)
             await self.runs.add_run(run)
         else:
             await self.replace_round(run, request, traceparent)
@@ -426,7 +485,7 @@ class LangGraphProtocol:
         run.status, run.starting = "pending", True
         await self.runs.add_run(run)
         try:
-            await self.start_session(run.thread_id, request, True, traceparent)
+            await self.start_session(run.thread_id, request, True, traceparent, limited=True)
         except BaseException:
             still = await asyncio.shield(self.record(run.thread_id))
             if still is not None and still.finished:  # refused before the old round was touched (a full server)
@@ -460,17 +519,40 @@ class LangGraphProtocol:
             return  # the default assistant is what a thread without the key shows anyway
         await self.runs.put_thread(thread_id, {**row.metadata, "assistant_id": aid}, started=row.started)
 
-    async def start_session(self, thread_id: str, request: Any, replace: bool, traceparent: str | None = None) -> None:
-        """A new research round on the thread: a finished session of an earlier run makes way for it."""
+    async def start_session(
+        self, thread_id: str, request: Any, replace: bool, traceparent: str | None = None, *, limited: bool = False
+    ) -> None:
+        """A new research round on the thread: a finished session of an earlier run makes way for it. The session
+        is the thread's owner's; `limited` (a run a request starts now): held to their limits (429 when over)."""
+        row, record = await self.runs.get_thread(thread_id), await self.record(thread_id)
+        # the thread's owner keeps it (an admin's new round on a user's thread is still the user's)
+        owner = thread_owner(row, record) if row is not None or record is not None else CALLER.get().name
+        limits = self.services.limits_for(owner) if limited else None
         if replace:
             runner = self.services.runner
             if not runner.clustered:  # a full server refuses before the earlier round is deleted, not after
                 runner.admission.check(running=runner.running_count)
+            if owner is not None and limits is not None:  # and so does a user at their limits
+                refusal = await self.services.store.limit_refusal(owner, limits)
+                if refusal is not None:
+                    raise UserLimitError(refusal[0], retry_after_s=refusal[1])
             await self.keep_output(thread_id)
             await runner.delete(thread_id)
-        await self.services.runner.create(request, thread_id, traceparent=traceparent)
+        await self.services.runner.create(request, thread_id, traceparent=traceparent, owner=owner, limits=limits)
         self.services.runner.submit(thread_id)
         await self.runs.mark_started(thread_id)
+
+    async def check_day_limits(self, thread_id: str, record: SessionRecord | None) -> None:
+        """An enqueued run will start a session once the thread's current one ends: refuse it now (429) when its
+        owner has no start (or token budget) left today. Their concurrent limit is checked when it starts."""
+        row = await self.runs.get_thread(thread_id)
+        owner = thread_owner(row, record)
+        limits = self.services.limits_for(owner)
+        if owner is None or limits is None:
+            return
+        refusal = await self.services.store.limit_refusal(owner, replace(limits, max_active=None))
+        if refusal is not None:
+            raise UserLimitError(refusal[0], retry_after_s=refusal[1])
 
     async def keep_output(self, thread_id: str) -> None:
         """Before a new round replaces the session: keep the current run's final values in its row, so that
@@ -480,6 +562,11 @@ class LangGraphProtocol:
         if started and started[-1].output is None:
             current = started[-1]
             await self.runs.update_run(current.run_id, output=await self.final_values(thread_id, current))
+
+    async def audit(self, action: str, thread_id: str) -> None:
+        caller = CALLER.get()
+        if caller.name is not None:
+            await self.services.users.audit(caller.name, action, thread_id)
 
     async def last_seq(self, thread_id: str) -> int:
         events = await self.services.events.replay(thread_id)
@@ -509,7 +596,7 @@ class LangGraphProtocol:
                 await self.runs.update_run(run.run_id, starting=True)
                 if record is None and (row := await self.runs.get_thread(thread_id)) is not None and row.started:
                     await self.services.runner.forget_leftovers(thread_id)  # killed between delete and create
-                await self.start_session(thread_id, request, record is not None)
+                await self.start_session(thread_id, request, record is not None, limited=True)
             except Exception as exc:
                 log.warning("langgraph_enqueued_run_failed", thread_id=thread_id, run_id=run.run_id, error=str(exc))
                 if await self.record(thread_id) is None and run.request is not None:
@@ -540,6 +627,7 @@ class LangGraphProtocol:
             return run
         await self.runs.update_run(run_id, cancel_reason="interrupt")
         run.cancel_reason = "interrupt"
+        await self.audit("stop", thread_id)
         if run.status == "pending":
             await self.runs.update_run(run_id, status="interrupted")
             run.status = "interrupted"
@@ -619,7 +707,7 @@ class LangGraphProtocol:
     async def forget_stateless_leftovers(self) -> None:
         """At start: the threads of stateless runs whose clients left before a restart go too."""
         for row in await self.runs.all_threads():
-            if row.metadata != {"stateless": True}:
+            if row.metadata.get("stateless") is not True:
                 continue
             runs = await self.runs.runs_of(row.thread_id)
             if any(r.kwargs.get("on_completion") == "keep" for r in runs):

@@ -16,12 +16,12 @@ from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.requests import HTTPConnection
 
-from research_tool.api.auth import require_token
+from research_tool.api.auth import Caller, require_token
 from research_tool.api.errors import ApiError
 from research_tool.api.event_stream import session_events, stream_cut_short
 from research_tool.api.metrics import METRICS_CONTENT_TYPE, ApiMetrics
 from research_tool.api.trace_context import CallerTrace
-from research_tool.core.errors import BadInputError, SessionStateError
+from research_tool.core.errors import BadInputError, SessionNotFoundError, SessionStateError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings
 from research_tool.models.api import (
@@ -41,6 +41,7 @@ from research_tool.models.request import ReportFormat, ResearchRequest
 from research_tool.models.sessions import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SessionRecord
 from research_tool.providers.local_corpus.indexed_folders import local_folders
 from research_tool.runtime.composition import ResearchServices
+from research_tool.runtime.users import Principal
 
 log = get_logger(__name__)
 
@@ -96,13 +97,30 @@ def check_corpus_dirs(request: ResearchRequest, settings: Settings) -> None:
             )
 
 
+async def owned_session(services: ResearchServices, session_id: str, caller: Principal) -> SessionRecord:
+    """The session, when `caller` may see it; anyone else's is "unknown" (404, as a missing one: ids do not leak)."""
+    record = await services.store.get(session_id)
+    if not caller.sees(record.owner):
+        raise SessionNotFoundError(f"unknown session id: {session_id}")
+    return record
+
+
+async def audit(services: ResearchServices, caller: Principal, action: str, target: str | None = None) -> None:
+    """An audit line for a change a named caller made (the local single user's are not audited: no one to name)."""
+    if caller.name is not None:
+        await services.users.audit(caller.name, action, target)
+
+
 async def create_session(
-    services: ResearchServices, request: ResearchRequest, traceparent: str | None = None
+    services: ResearchServices, request: ResearchRequest, traceparent: str | None = None, *, caller: Principal
 ) -> SessionRecord:
-    """`traceparent`: the caller's trace context (api/trace_context.py); the session's trace is a child of it."""
+    """`traceparent`: the caller's trace context (api/trace_context.py); the session's trace is a child of it.
+    The session is `caller`'s, and counts against their limits (UserLimitError, 429, when over)."""
     check_corpus_dirs(request, services.settings)
     request = services.validate(request)
-    record = await services.runner.create(request, traceparent=traceparent)
+    record = await services.runner.create(
+        request, traceparent=traceparent, owner=caller.name, limits=services.limits_for(caller.name)
+    )
     # The runner's task (or, in cluster mode, a worker's) runs it: it outlives this request and a lost client.
     services.runner.submit(record.id)
     return record
@@ -111,10 +129,10 @@ async def create_session(
 # --- sessions ---------------------------------------------------------------------------------------
 
 
-@research.post("/start", status_code=202, response_model=SessionAccepted, responses=_errors(400, 503))
-async def start_research(body: ResearchRequest, request: Request, traceparent: CallerTrace) -> Response:
+@research.post("/start", status_code=202, response_model=SessionAccepted, responses=_errors(400, 429, 503))
+async def start_research(body: ResearchRequest, request: Request, traceparent: CallerTrace, caller: Caller) -> Response:
     """Start a research session; it runs in the background (queued while the server is at its limit)."""
-    record = await create_session(services_of(request), body, traceparent)
+    record = await create_session(services_of(request), body, traceparent, caller=caller)
     # The answer is built here and sent as is (a Response skips FastAPI's second validation and dump of the
     # model): a thousand starts at once each cost the event loop as little as they can.
     accepted = SessionAccepted(session_id=record.id, status=record.status)
@@ -129,30 +147,46 @@ async def start_research(body: ResearchRequest, request: Request, traceparent: C
 @research.get("", response_model=SessionList, responses=_errors())
 async def list_sessions(
     request: Request,
+    caller: Caller,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> SessionList:
-    """Sessions, newest first."""
-    records, total = await services_of(request).store.list_page(limit=limit, offset=offset)
-    return SessionList(sessions=[SessionSummary.of(r) for r in records], total=total, limit=limit, offset=offset)
+    """Sessions, newest first: the caller's own (an admin's: everyone's)."""
+    records, total = await services_of(request).store.list_page(limit=limit, offset=offset, owner=caller.owner_filter)
+    return SessionList(
+        sessions=[SessionSummary.of(r) for r in records],
+        total=total,
+        limit=limit,
+        offset=offset,
+        user=caller.name,
+        all_users=caller.admin,
+    )
 
 
 @research.get("/{session_id}/status", response_model=StatusResponse, responses=_errors(404))
-async def session_status(session_id: SessionId, request: Request) -> StatusResponse:
-    return StatusResponse.of(await services_of(request).store.get(session_id))
+async def session_status(session_id: SessionId, request: Request, caller: Caller) -> StatusResponse:
+    return StatusResponse.of(await owned_session(services_of(request), session_id, caller))
 
 
 @research.post("/{session_id}/stop", status_code=202, response_model=SessionAccepted, responses=_errors(404, 409))
-async def stop_session(session_id: SessionId, request: Request) -> SessionAccepted:
+async def stop_session(session_id: SessionId, request: Request, caller: Caller) -> SessionAccepted:
     """Stop collecting now; the session still writes a report from what it found. Idempotent; 409 once finished."""
-    record = await services_of(request).runner.request_stop(session_id)
+    services = services_of(request)
+    await owned_session(services, session_id, caller)
+    record = await services.runner.request_stop(session_id)
+    await audit(services, caller, "stop", session_id)
     return SessionAccepted(session_id=session_id, status=record.status)
 
 
 @research.post("/{session_id}/clarify", status_code=202, response_model=SessionAccepted, responses=_errors(404, 409))
-async def clarify_session(session_id: SessionId, body: ClarifyRequest, request: Request) -> SessionAccepted:
+async def clarify_session(
+    session_id: SessionId, body: ClarifyRequest, request: Request, caller: Caller
+) -> SessionAccepted:
     """Answer the pending clarification questions; the session resumes with a refined question."""
-    record = await services_of(request).runner.provide_answers(session_id, list(body.answers))
+    services = services_of(request)
+    await owned_session(services, session_id, caller)
+    record = await services.runner.provide_answers(session_id, list(body.answers))
+    await audit(services, caller, "clarify", session_id)
     return SessionAccepted(session_id=session_id, status=record.status)
 
 
@@ -161,23 +195,28 @@ async def clarify_session(session_id: SessionId, body: ClarifyRequest, request: 
     responses={**_errors(404, 409), 200: {"model": Report, "content": {m: {} for m in REPORT_MEDIA_TYPES.values()}}},
 )
 async def session_report(
-    session_id: SessionId, request: Request, format: Annotated[ReportFormat, Query()] = "json"
+    session_id: SessionId, request: Request, caller: Caller, format: Annotated[ReportFormat, Query()] = "json"
 ) -> Response:
     """The finished session's report (json, md, html or bib); 409 while it is not completed."""
-    report = await services_of(request).runner.report(session_id)
+    services = services_of(request)
+    await owned_session(services, session_id, caller)
+    report = await services.runner.report(session_id)
     return render(report, format)
 
 
 @research.delete("/{session_id}", status_code=204, response_class=Response, responses=_errors(404))
-async def delete_session(session_id: SessionId, request: Request) -> Response:
+async def delete_session(session_id: SessionId, request: Request, caller: Caller) -> Response:
     """Stop the session if it runs, then delete it with its events and checkpoints."""
-    await services_of(request).runner.delete(session_id)
+    services = services_of(request)
+    await owned_session(services, session_id, caller)
+    await services.runner.delete(session_id)
+    await audit(services, caller, "delete", session_id)
     return Response(status_code=204)
 
 
-async def existing_session(session_id: SessionId, request: Request) -> str:
+async def existing_session(session_id: SessionId, request: Request, caller: Caller) -> str:
     """The session id of the path, or the 404 error before any response (a stream included) starts."""
-    await services_of(request).store.get(session_id)
+    await owned_session(services_of(request), session_id, caller)
     return session_id
 
 
@@ -231,14 +270,16 @@ def render(report: dict[str, Any], fmt: str) -> Response:
 # --- synchronous run, health, metrics ------------------------------------------------------------------
 
 
-@protected.post("/run", responses={**_errors(400, 500, 503, 504), 200: {"model": Report}})
-async def run_research(body: ResearchRequest, request: Request, traceparent: CallerTrace) -> JSONResponse:
+@protected.post("/run", responses={**_errors(400, 429, 500, 503, 504), 200: {"model": Report}})
+async def run_research(
+    body: ResearchRequest, request: Request, traceparent: CallerTrace, caller: Caller
+) -> JSONResponse:
     """Seed-compatible synchronous call: run a session and return its report JSON. It never pauses for
     clarification; after RESEARCH_RUN_TIMEOUT_S it is stopped and reports what it found."""
     services = services_of(request)
     timeout = services.settings.run_timeout_s
     body = body.model_copy(update={"clarify": False, "max_execution_time_s": body.max_execution_time_s or timeout})
-    session_id = (await create_session(services, body, traceparent)).id
+    session_id = (await create_session(services, body, traceparent, caller=caller)).id
     task = services.runner.until_finished(session_id)
     if not await _finished_within(services, session_id, task, timeout):
         with contextlib.suppress(SessionStateError):  # finished in the meantime

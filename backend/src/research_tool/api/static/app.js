@@ -145,18 +145,26 @@ async function loadSessions(more = false) {
   }
   const list = $("session-list");
   if (!more) clear(list);
-  for (const session of page.sessions) list.append(sessionItem(session));
+  $("sessions-title").textContent = sessionsTitle(page);
+  for (const session of page.sessions) list.append(sessionItem(session, page.user !== null && page.all_users));
   show($("sessions-empty"), page.total === 0);
   show($("more-sessions"), state.sessionsOffset + page.sessions.length < page.total);
 }
 
-function sessionItem(session) {
+// Whose sessions the list shows: on a server with users (or a token), the key's user, or everyone's for an admin.
+function sessionsTitle(page) {
+  if (!page.user) return "Sessions";
+  return page.all_users ? `Sessions of every user (you: ${page.user}, admin)` : `Sessions of ${page.user}`;
+}
+
+function sessionItem(session, showOwner = false) {
   const current = state.current && state.current.id === session.session_id;
   const open = el("a", { href: sessionUrl(session.session_id), class: "session-link" },
     el("span", { class: "session-query" }, session.query),
     el("span", { class: "session-meta" },
       el("span", { class: `badge status-${session.status}` }, session.status.replaceAll("_", " ")),
       el("span", { class: "muted small" }, formatTime(session.created_at)),
+      ...(showOwner ? [el("span", { class: "muted small session-owner" }, session.owner || "local")] : []),
     ),
   );
   open.addEventListener("click", (event) => {

@@ -15,10 +15,11 @@ from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
-from research_tool.api.auth import MISSING_TOKEN_MESSAGE, WS_SUBPROTOCOL, is_authorized
-from research_tool.api.errors import error_body
+from research_tool.api.auth import WS_SUBPROTOCOL, authenticate
+from research_tool.api.errors import ApiError, error_body
 from research_tool.api.event_stream import session_events, stream_cut_short
-from research_tool.api.routes.research import services_of
+from research_tool.api.routes.research import owned_session, services_of
+from research_tool.core.errors import SessionNotFoundError
 from research_tool.core.logging import get_logger
 from research_tool.models.sessions import is_valid_session_id
 from research_tool.runtime.composition import ResearchServices
@@ -47,20 +48,21 @@ def parse_after(value: str | None) -> int | None:
     return int(text) if text.isdecimal() and len(text) <= 18 else None
 
 
-async def refuse_unauthorized(websocket: WebSocket) -> None:
+async def refuse_unauthorized(websocket: WebSocket, refusal: ApiError) -> None:
     if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        body = error_body("unauthorized", MISSING_TOKEN_MESSAGE)
-        await websocket.send_denial_response(
-            JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
-        )
+        body = error_body(refusal.error_type, refusal.message, refusal.retryable)
+        headers = {"WWW-Authenticate": "Bearer"} if refusal.status_code == 401 else None
+        await websocket.send_denial_response(JSONResponse(body, status_code=refusal.status_code, headers=headers))
     else:
         await websocket.close(code=CLOSE_UNAUTHORIZED, reason="unauthorized")
 
 
 @progress.websocket("/api/research/{session_id}/ws")
 async def progress_websocket(websocket: WebSocket, session_id: str) -> None:
-    if not is_authorized(websocket):
-        await refuse_unauthorized(websocket)
+    try:
+        caller = await authenticate(websocket)
+    except ApiError as refusal:
+        await refuse_unauthorized(websocket, refusal)
         return
     services = services_of(websocket)
     after = parse_after(websocket.query_params.get("after"))
@@ -73,7 +75,9 @@ async def progress_websocket(websocket: WebSocket, session_id: str) -> None:
     if not is_valid_session_id(session_id):
         await websocket.close(code=CLOSE_BAD_REQUEST, reason="invalid session id")
         return
-    if not await services.store.exists(session_id):
+    try:
+        await owned_session(services, session_id, caller)  # someone else's is as unknown as a missing one
+    except SessionNotFoundError:
         await websocket.close(code=CLOSE_NOT_FOUND, reason=_reason(f"unknown session id: {session_id}"))
         return
     sender = asyncio.create_task(_send_events(websocket, services, session_id, after))

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from research_tool.core.settings import Settings, price_per_million
 from research_tool.engines.base import NumberedSource, SynthesisDraft, SynthesisInput
 from research_tool.engines.cpu_pool import run_cpu
 from research_tool.engines.text.synthesis import NO_STATEMENT, NOT_ANSWERED
@@ -28,6 +29,12 @@ from research_tool.providers.local_corpus.reader import answer_reader
 from research_tool.providers.local_corpus.similarity import answer_similarity
 
 _EDITORIAL = re.compile(r"^\s*_[^\n]*_[.!?]?\s*$")
+
+
+def report_cost(settings: Settings, model: str, tokens: int) -> float | None:
+    """The session's model tokens at RESEARCH_PRICE_TABLE's price for its model (None: the model is not priced)."""
+    price = price_per_million(settings, model)
+    return None if price is None else round(tokens * price / 1_000_000, 6)
 
 
 def never_empty(draft: SynthesisDraft) -> SynthesisDraft:
@@ -99,6 +106,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
         "engine": ctx.engine.name,
         "model": ctx.engine.model,
         "token_count": int(sum(tokens.values())),
+        "cost_usd": report_cost(ctx.settings, ctx.engine.model, int(sum(tokens.values()))),
         "iterations": int(state.get("iteration", 0)),
         "duration_s": round(elapsed_total(state), 3),
         "provider_calls": len(calls),

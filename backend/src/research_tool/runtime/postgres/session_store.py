@@ -11,21 +11,31 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from psycopg import sql
+from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from research_tool.core.errors import SessionNotFoundError
+from research_tool.core.errors import SessionNotFoundError, UserLimitError
 from research_tool.core.untrusted_text import clean_value
 from research_tool.models.entities import utc_now_iso
 from research_tool.models.request import ResearchRequest
-from research_tool.models.sessions import ACTIVE_STATUSES, FINISHED_STATUSES, SessionRecord, check_session_id
+from research_tool.models.sessions import (
+    ACTIVE_STATUSES,
+    FINISHED_STATUSES,
+    UNFINISHED_STATUSES,
+    SessionRecord,
+    check_session_id,
+)
 from research_tool.runtime.postgres.pool import Pool
 from research_tool.runtime.stores import resolve_session_id
+from research_tool.runtime.users import UserLimits, day_start, limit_reason
+
+# The first key of the per-user advisory lock a limited start takes (the second: hashtext of the user's name)
+USER_LOCK_SPACE = 44
 
 COLUMNS = (
     "id, query, request::text AS request, status, stop_reason, stop_requested, progress, pending_questions,"
-    " clarify_answers, awaiting_since, error, trace_context, created_at, updated_at"
+    " clarify_answers, awaiting_since, error, trace_context, owner, created_at, updated_at"
 )
 JSON_COLUMNS = frozenset({"request", "progress", "pending_questions", "clarify_answers", "trace_context"})
 BOOL_COLUMNS = frozenset({"stop_requested"})
@@ -56,6 +66,7 @@ def session_record(row: DictRow) -> SessionRecord:
         awaiting_since=iso(row["awaiting_since"]),
         error=row["error"],
         trace_context=row["trace_context"],
+        owner=row["owner"],
         created_at=iso(row["created_at"]) or "",
         updated_at=iso(row["updated_at"]) or "",
     )
@@ -72,23 +83,60 @@ def _encoded(name: str, value: Any) -> Any:
     return value
 
 
+async def _refusal(conn: AsyncConnection[DictRow], owner: str, limits: UserLimits) -> tuple[str, int] | None:
+    """`owner`'s unfinished sessions, starts and spent tokens today, against `limits`."""
+    cur = await conn.execute(
+        "SELECT (SELECT COUNT(*) FROM sessions WHERE owner = %s AND status = ANY(%s)) AS active,"
+        " (SELECT COUNT(*) FROM audit WHERE actor = %s AND action = 'start' AND ts >= %s) AS today,"
+        " (SELECT COALESCE(SUM(CAST(detail AS bigint)), 0) FROM audit"
+        "  WHERE actor = %s AND action = 'tokens' AND ts >= %s) AS spent",
+        (owner, list(UNFINISHED_STATUSES), owner, day_start(), owner, day_start()),
+    )
+    counts = await cur.fetchone()
+    assert counts is not None
+    return limit_reason(owner, limits, int(counts["active"]), int(counts["today"]), int(counts["spent"]))
+
+
 class PostgresSessionStore:
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     async def create(
-        self, request: ResearchRequest, session_id: str | None = None, trace_context: dict[str, str] | None = None
+        self,
+        request: ResearchRequest,
+        session_id: str | None = None,
+        trace_context: dict[str, str] | None = None,
+        *,
+        owner: str | None = None,
+        limits: UserLimits | None = None,
     ) -> SessionRecord:
+        """`owner`: the user who starts it (with its `start` audit line). `limits`: that user's, counted and claimed
+        in one transaction under a per-user advisory lock, so concurrent starts on any API node cannot overshoot
+        (UserLimitError, nothing written, when over)."""
         now = utc_now_iso()
         sid = check_session_id(session_id) if session_id is not None else uuid.uuid4().hex
         trace = Jsonb(trace_context) if trace_context else None
-        async with self._pool.connection() as conn:
+        async with self._pool.connection() as conn, conn.transaction():
+            if owner is not None and limits is not None and limits.any:
+                await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (USER_LOCK_SPACE, owner))
+                refusal = await _refusal(conn, owner, limits)
+                if refusal is not None:
+                    raise UserLimitError(refusal[0], retry_after_s=refusal[1])
             await conn.execute(
-                "INSERT INTO sessions (id, query, request, status, trace_context, created_at, updated_at)"
-                " VALUES (%s, %s, %s::jsonb, 'queued', %s, %s, %s)",
-                (sid, request.query, request.model_dump_json(), trace, now, now),
+                "INSERT INTO sessions (id, query, request, status, trace_context, owner, created_at, updated_at)"
+                " VALUES (%s, %s, %s::jsonb, 'queued', %s, %s, %s, %s)",
+                (sid, request.query, request.model_dump_json(), trace, owner, now, now),
             )
-        return SessionRecord.queued(sid, request, trace_context, now)
+            if owner is not None:
+                await conn.execute(
+                    "INSERT INTO audit (ts, actor, action, target) VALUES (%s, %s, 'start', %s)", (now, owner, sid)
+                )
+        return SessionRecord.queued(sid, request, trace_context, now, owner)
+
+    async def limit_refusal(self, owner: str, limits: UserLimits) -> tuple[str, int] | None:
+        """Whether a start by `owner` would be refused now (reason, Retry-After), writing nothing."""
+        async with self._pool.connection() as conn:
+            return await _refusal(conn, owner, limits)
 
     async def get(self, session_id: str) -> SessionRecord:
         async with self._pool.connection() as conn:
@@ -114,13 +162,18 @@ class PostgresSessionStore:
             )
             return [str(row["id"]) for row in await cur.fetchall()]
 
-    async def list_page(self, *, limit: int = 20, offset: int = 0) -> tuple[list[SessionRecord], int]:
+    async def list_page(
+        self, *, limit: int = 20, offset: int = 0, owner: str | None = None
+    ) -> tuple[list[SessionRecord], int]:
+        """A page of sessions, newest first; `owner`: only that user's."""
+        where, params = ("WHERE owner = %s", (owner,)) if owner is not None else ("", ())
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                f"SELECT {COLUMNS} FROM sessions ORDER BY created_at DESC, id LIMIT %s OFFSET %s", (limit, offset)
+                f"SELECT {COLUMNS} FROM sessions {where} ORDER BY created_at DESC, id LIMIT %s OFFSET %s",
+                (*params, limit, offset),
             )
             rows = await cur.fetchall()
-            cur = await conn.execute("SELECT COUNT(*) AS total FROM sessions")
+            cur = await conn.execute(f"SELECT COUNT(*) AS total FROM sessions {where}", params)
             total = await cur.fetchone()
         return [session_record(r) for r in rows], int(total["total"]) if total else 0
 

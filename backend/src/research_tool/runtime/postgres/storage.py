@@ -19,6 +19,7 @@ from research_tool.runtime.postgres.memory import PostgresMemoryStorage
 from research_tool.runtime.postgres.migrations import MIGRATION_LOCK_KEY, migrate
 from research_tool.runtime.postgres.pool import Pool, open_pool
 from research_tool.runtime.postgres.session_store import PostgresSessionStore
+from research_tool.runtime.postgres.users import PostgresUserStore
 
 log = get_logger(__name__)
 
@@ -34,6 +35,7 @@ class PostgresStorage:
     content: PostgresContentStore
     memory: PostgresMemoryStorage
     checkpointer: PrunablePostgresSaver
+    users: PostgresUserStore
 
 
 async def prepare_schema(url: str, pool: Pool, saver: PrunablePostgresSaver | None = None) -> list[int]:
@@ -79,4 +81,5 @@ async def open_postgres_storage(url: str, *, pool_size: int = 10) -> AsyncIterat
             content=PostgresContentStore(pool),
             memory=PostgresMemoryStorage(pool),
             checkpointer=saver,
+            users=PostgresUserStore(pool),
         )
