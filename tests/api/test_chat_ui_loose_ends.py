@@ -3,6 +3,10 @@ the official SDK, as the UI calls them:
 - its stop: the SDK's useStream creates runs with `on_disconnect: "cancel"` and drops the stream (and may call
   runs.cancel); the research stops on the server, and the next question on the thread is accepted at once (it
   starts when the stopped run's report is written) instead of a 409;
+- its Cancel as the UI really sends it (Agent Chat UI passes `streamResumable: true`, so useStream 1.8 creates
+  the run with `on_disconnect: "continue"` and `stream_resumable: true`, and its stop only drops the stream):
+  the run is stopped unless a client streams it again within the grace, and the next question stops it at once
+  (seen in Chromium: the run went on to its end, and the next question was a 409 while it ran);
 - "Mark as Resolved" on the clarification form (`command: {goto: "__end__"}`) ends the wait: research goes on
   with the question as asked (it was a 422);
 - regenerate (a run with no input) on a thread waiting for a clarification asks the question again (a 409);
@@ -15,6 +19,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
+from research_tool.api.langgraph import service as langgraph_service
 from tests.support.polling import eventually
 
 from .conftest import OK_BODY, LiveApi, client_of, collecting
@@ -69,6 +74,73 @@ async def test_after_the_sdks_cancel_the_next_question_is_taken_at_once(slow_api
     assert isinstance(values, dict) and values["answer"]
     cancelled = await sdk.runs.get(tid, first["run_id"])
     assert cancelled["status"] == "interrupted"
+
+
+# What Agent Chat UI's useStream (SDK 1.8, `streamResumable: true`) sends for a question.
+UI_STREAM = {"stream_mode": ["values"], "on_disconnect": "continue", "stream_resumable": True}
+
+
+async def dropped_mid_run(api: LiveApi) -> tuple[str, str]:
+    """A thread whose run the UI streamed and then cancelled (the stream dropped while the research collects)."""
+    tid = (await client_of(api).threads.create())["thread_id"]
+    body = {"assistant_id": "research", "input": SLOW_INPUT, **UI_STREAM}
+    async with api.client.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
+        assert response.status_code == 200
+        run_id = response.headers["content-location"].rsplit("/", 1)[-1]
+        async for _line in response.aiter_lines():
+            if await collecting(api, tid):
+                break  # Agent Chat UI's Cancel: the stream is dropped mid-run, nothing else is sent
+    return tid, run_id
+
+
+async def test_agent_chat_uis_cancel_stops_a_resumable_run_that_no_client_rejoins(
+    slow_api: LiveApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(langgraph_service, "RESUMABLE_GRACE_S", 0.5)
+    tid, run_id = await dropped_mid_run(slow_api)
+    await stopped_by_the_user(slow_api, tid)  # before: the deep run went on for minutes
+    run = await client_of(slow_api).runs.get(tid, run_id)
+    assert run["status"] == "interrupted"
+
+
+async def test_agent_chat_uis_next_question_after_its_cancel_stops_the_run_at_once(slow_api: LiveApi) -> None:
+    tid, run_id = await dropped_mid_run(slow_api)  # the grace (5 s) is not waited for
+    follow_up = {"assistant_id": "research", "input": {**OK_BODY, "query": "What does subprocess.run return?"}}
+    asked = await slow_api.client.post(f"/threads/{tid}/runs/stream", json={**follow_up, **UI_STREAM})
+    assert asked.status_code == 200, f"the next question was refused: {asked.text}"  # before: 409, thread busy
+    assert "What does subprocess.run return?" in asked.text and "Sources:" in asked.text
+    sdk = client_of(slow_api)
+    assert (await sdk.runs.get(tid, run_id))["status"] == "interrupted"
+    record = await slow_api.services.store.get(tid)
+    assert record.query == "What does subprocess.run return?"
+
+
+async def test_a_resumable_run_whose_client_rejoins_within_the_grace_goes_on(
+    slow_api: LiveApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dropped resumable stream is not a cancel when the client streams the run again in time (the SDK's own
+    reconnect, or reconnectOnMount after a reload): the run keeps going."""
+    monkeypatch.setattr(langgraph_service, "RESUMABLE_GRACE_S", 30.0)
+    tid, run_id = await dropped_mid_run(slow_api)
+    protocol = slow_api.app.state.langgraph
+
+    async def left_unwatched() -> bool:  # the server sees the client leave a moment after it has
+        return bool(protocol.unwatched(run_id))
+
+    await eventually(left_unwatched)
+    async with slow_api.client.stream("GET", f"/threads/{tid}/runs/{run_id}/stream") as rejoined:
+        assert rejoined.status_code == 200
+        async for _line in rejoined.aiter_lines():
+            break  # the first frame: the stream is open and counted
+
+        async def grace_over() -> bool:
+            return not any(t.get_name() == f"langgraph-unwatched-{tid}" for t in protocol._tasks)
+
+        await eventually(grace_over)  # the rejoin ended the grace at once, without a cancel
+        assert not protocol.unwatched(run_id)
+        run = await client_of(slow_api).runs.get(tid, run_id)
+        assert run["status"] == "running" and run.get("cancel_reason") is None
+    await client_of(slow_api).runs.cancel(tid, run_id)  # the slow deep run is not waited for
 
 
 async def waiting_thread(sdk: LangGraphClient) -> tuple[str, list[str]]:

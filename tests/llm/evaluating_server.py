@@ -137,6 +137,9 @@ class EvaluatingServer(ScriptedChatServer):
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if not self.path.split("?")[0].endswith("/chat/completions"):  # as an OpenAI-compatible server
+                    self._reply(404, "application/json", b'{"error": {"message": "no such route"}}')
+                    return
                 body = json.loads(raw or b"{}")
                 request = RecordedRequest(path=self.path, step=_step_of(body), body=body, headers=dict(self.headers))
                 owner._record(request)

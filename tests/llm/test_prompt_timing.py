@@ -20,7 +20,14 @@ from research_tool.engines.base import CallLimits
 from research_tool.engines.factory import create_engine
 from research_tool.engines.llm import LLMEngine
 from research_tool.engines.output_format import forget_servers
-from research_tool.engines.prompt_timing import SPEEDS_FILE, PromptTiming, kept_speeds, prompt_work, shared_prefix
+from research_tool.engines.prompt_timing import (
+    SPEEDS_FILE,
+    KeptSpeed,
+    PromptTiming,
+    kept_speeds,
+    prompt_work,
+    shared_prefix,
+)
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
 from tests.support.sessions import local_request, run_session
@@ -280,7 +287,7 @@ def test_an_unreadable_speeds_file_is_no_speed(tmp_path: Path) -> None:
     store.write_text("{not json", encoding="utf-8")
     assert kept_speeds(store) == {}
     store.write_text('{"a": {"seconds": 2.0, "work": 100.0}, "b": {"seconds": -1, "work": 5}, "c": 3}', "utf-8")
-    assert kept_speeds(store) == {"a": (2.0, 100.0)}
+    assert kept_speeds(store) == {"a": KeptSpeed(2.0, 100.0)}
 
 
 async def test_a_server_never_measured_is_probed_at_preflight_so_no_first_prompt_goes_out_blind() -> None:
@@ -320,3 +327,21 @@ async def test_a_server_never_measured_is_probed_at_preflight_so_no_first_prompt
         finally:
             await engine.aclose()
         assert quiet.evaluations == [] and engine._requests.timing.tokens_per_s is None
+
+
+def test_the_answer_speed_is_measured_from_long_answers_kept_and_caps_a_late_call(tmp_path: Path) -> None:
+    """Issue 43: the answer tokens a call may ask for follow the server's measured answer speed; a short answer
+    measures nothing (its time is the server's latency), and the speed is kept beside the prompt speed."""
+    store = tmp_path / SPEEDS_FILE
+    timing = PromptTiming(key="k", store=store)
+    assert timing.answer_cap(10.0) is None, "no speed measured, no cap"
+    timing.answered(3, 0.01)
+    assert timing.answer_tokens_per_s is None, "three tokens measure the latency, not the speed"
+    call = timing.sent("p" * 800, now=0.0)
+    timing.first_chunk(call, now=2.0)  # a prompt speed, so the store is written
+    timing.answered(40, 4.0)
+    assert timing.answer_tokens_per_s == pytest.approx(10.0)
+    assert timing.answer_cap(2.5) == 25
+    assert timing.answer_cap(0.0) == 1, "a call sent asks for at least one token"
+    kept = kept_speeds(store)["k"]
+    assert (kept.answer_seconds, kept.answer_tokens) == (4.0, 40.0)

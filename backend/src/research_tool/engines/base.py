@@ -148,6 +148,12 @@ class ReasoningEngine(ABC):
         return self.name
 
     @property
+    def notes(self) -> list[str]:
+        """What the engine noticed about its model that every report made with it should say (a model without a
+        chat template: `metadata.model_notes`); known after `check`."""
+        return []
+
+    @property
     def source_chars(self) -> int | None:
         """How much of a source's text `extract` reads (its first characters), or None when it reads it all."""
         return None

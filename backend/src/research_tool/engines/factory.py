@@ -36,6 +36,7 @@ from research_tool.core.errors import BadInputError, EngineUnavailableError
 from research_tool.core.logging import get_logger
 from research_tool.core.settings import Settings, secret_value
 from research_tool.engines.base import ReasoningEngine
+from research_tool.engines.chat_template import llama_cpp_template_check
 from research_tool.engines.llm import Closer, LLMEngine, LLMLimits
 from research_tool.engines.output_format import OLLAMA_FORMS, OPENAI_FORMS, ChatRequests, prompt_only, server_format
 from research_tool.engines.preflight import ollama_preflight, openai_preflight
@@ -225,6 +226,7 @@ def _openai_engine(
         **extra,
     )
     closers: list[Closer] = [client.aclose] if own_client else []
+    local_probes = settings.llm_speed_probe and endpoint_is_local(base_url)
     return LLMEngine(
         chat,
         model_spec=str(spec),
@@ -233,7 +235,12 @@ def _openai_engine(
         closers=closers,
         limits=_limits(settings),
         requests=_openai_requests(spec, settings, base_url),
-        probe_speed=settings.llm_speed_probe and endpoint_is_local(base_url),
+        probe_speed=local_probes,
+        template_check=llama_cpp_template_check(
+            _server_key(spec, base_url), base_url, spec.model, secret_value(settings.openai_api_key), http_client
+        )
+        if local_probes
+        else None,
     )
 
 

@@ -68,6 +68,7 @@ from research_tool.engines.base import (
     SynthesisDraft,
     SynthesisInput,
 )
+from research_tool.engines.chat_template import TemplateCheck
 from research_tool.engines.compaction import estimate_text_tokens
 from research_tool.engines.llm_schemas import (
     ApplyAnswersAnswer,
@@ -260,9 +261,12 @@ class LLMEngine(ReasoningEngine):
         limits: LLMLimits | None = None,
         requests: ChatRequests | None = None,
         probe_speed: bool = False,
+        template_check: TemplateCheck | None = None,
     ) -> None:
         self._chat = chat_model
         self._probe_speed = probe_speed
+        self._template_check = template_check
+        self._notes: list[str] = []
         self._requests = requests or prompt_only(model_spec)
         self._model_spec = model_spec
         self._fallback = fallback
@@ -288,6 +292,10 @@ class LLMEngine(ReasoningEngine):
         return self._tokens_used
 
     @property
+    def notes(self) -> list[str]:
+        return list(self._notes)
+
+    @property
     def fallback(self) -> ReasoningEngine:
         """The offline engine (created on first use) that does the steps the model could not."""
         if self._fallback is None:
@@ -298,9 +306,14 @@ class LLMEngine(ReasoningEngine):
 
     async def check(self) -> None:
         """Preflight: raise `EngineUnavailableError` within seconds when the model server is not usable; then
+        see whether it formats chats with the model's own template (`template_check`: a note when not), and
         measure its prompt speed when nothing has yet (`probe_speed`)."""
         if self._preflight is not None:
             await self._preflight()
+        if self._template_check is not None:
+            note = await self._template_check()
+            if note is not None and note not in self._notes:
+                self._notes.append(note)
         if self._probe_speed and self._requests.timing.tokens_per_s is None:
             await self._probe()
 
@@ -422,12 +435,17 @@ class LLMEngine(ReasoningEngine):
         return timeout, False
 
     async def _stream_reply(
-        self, messages: list[BaseMessage], schema: type[BaseModel], received: list[AIMessageChunk]
+        self,
+        messages: list[BaseMessage],
+        schema: type[BaseModel],
+        received: list[AIMessageChunk],
+        answer_cap: int | None = None,
     ) -> AIMessage:
         """One model call, streamed (issue 35): a call cancelled or timed out closes its connection, so the
         server stops generating; `received` holds the chunks so far (their tokens count even then). It is sent
         in the strongest structured-output form the server takes, and asked again at once in the next form
-        when the server refuses one (`output_format`)."""
+        when the server refuses one (`output_format`). `answer_cap`: the answer tokens asked for, when fewer
+        than the engine's bound (`_answer_cap`). The answer's speed is measured from its chunks."""
         server = self._requests.server
         timing = self._requests.timing
         text = _prompt_text(messages)
@@ -436,11 +454,16 @@ class LLMEngine(ReasoningEngine):
             received.clear()
             call = timing.sent(text)
             cancelled = True  # until the stream ends or fails: a cancel leaves the server evaluating the prompt
+            first_at = last_at = 0.0
             try:
-                async for chunk in self._chat.astream(messages, **self._requests.kwargs(form, schema)):
+                async for chunk in self._chat.astream(
+                    messages, **self._requests.kwargs(form, schema, max_tokens=answer_cap)
+                ):
                     if isinstance(chunk, AIMessageChunk):
+                        last_at = time.monotonic()
                         if not received:
-                            timing.first_chunk(call)
+                            first_at = last_at
+                            timing.first_chunk(call, last_at)
                         received.append(chunk)
                 cancelled = False
             except Exception as exc:
@@ -450,6 +473,8 @@ class LLMEngine(ReasoningEngine):
                 raise
             finally:
                 timing.ended(call, cancelled=cancelled)
+                # one chunk a token (llama.cpp); a server that sends several in one is measured slower than it is
+                timing.answered(len(received) - 1, last_at - first_at)
             if form == server.form:
                 server.confirm()
             if not received:
@@ -458,6 +483,19 @@ class LLMEngine(ReasoningEngine):
             for chunk in received[1:]:
                 joined = joined + chunk
             return joined
+
+    def _answer_cap(self, messages: list[BaseMessage], timeout: float) -> int | None:
+        """The answer tokens to ask of this call when fewer than `max_answer_tokens`: what the server writes, at
+        its measured answer speed, between the predicted end of the prompt's evaluation and the call's end
+        (issue 43: a call whose client was late to hang up streamed 269 tokens past the session's deadline; with
+        this cap the server stops by itself). None: the bound as is (answer speed not measured yet, or time for
+        a whole answer, or a server not spoken to in the OpenAI protocol)."""
+        if self._requests.provider != "openai":
+            return None
+        timing = self._requests.timing
+        prompt_s = timing.predict(_prompt_text(messages)) or 0.0
+        cap = timing.answer_cap(timeout - prompt_s)
+        return cap if cap is not None and cap < self._limits.max_answer_tokens else None
 
     def _partial_tokens(self, messages: list[BaseMessage], received: list[AIMessageChunk], *, sent: bool) -> int:
         """What a call that did not finish cost: its prompt and the answer so far (estimated), when the server
@@ -477,6 +515,9 @@ class LLMEngine(ReasoningEngine):
         tokens a call that did not finish cost."""
         timeout, by_deadline = self._call_timeout()
         received: list[AIMessageChunk] = []
+        cap = self._answer_cap(messages, timeout)
+        if cap is not None:
+            log.info("llm_answer_capped", step=step, model=self.model, max_tokens=cap, seconds=round(timeout, 1))
         try:
             async with asyncio.timeout(timeout) as bound:
                 reply = await invoke_traced(
@@ -484,8 +525,8 @@ class LLMEngine(ReasoningEngine):
                     messages,
                     model_spec=self._model_spec,
                     step=step,
-                    max_tokens=self._limits.max_answer_tokens,
-                    call=lambda: self._stream_reply(messages, schema, received),
+                    max_tokens=cap or self._limits.max_answer_tokens,
+                    call=lambda: self._stream_reply(messages, schema, received, cap),
                 )
         except TimeoutError:
             if not bound.expired():

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from research_tool.core.logging import get_logger
+from research_tool.engines.chat_template import forget_template_checks
 from research_tool.engines.prompt_timing import PromptTiming, forget_timings
 
 log = get_logger(__name__)
@@ -109,10 +110,12 @@ def server_format(key: str, setting: str, default: tuple[OutputForm, ...]) -> Se
 
 
 def forget_servers() -> None:
-    """Drop every remembered form and prompt timing (tests that restart a server on the same address)."""
+    """Drop every remembered form, prompt timing and chat-template check (tests that restart a server on the same
+    address)."""
     with _REMEMBERED_LOCK:
         _REMEMBERED.clear()
     forget_timings()
+    forget_template_checks()
 
 
 @dataclass(frozen=True)
@@ -126,14 +129,18 @@ class ChatRequests:
     extra_body: dict[str, Any] = field(default_factory=dict)
     timing: PromptTiming = field(default_factory=PromptTiming)
 
-    def kwargs(self, form: OutputForm, schema: type[BaseModel]) -> dict[str, Any]:
-        """Keyword arguments for the chat model's `astream` for one call in `form`."""
+    def kwargs(self, form: OutputForm, schema: type[BaseModel], *, max_tokens: int | None = None) -> dict[str, Any]:
+        """Keyword arguments for the chat model's `astream` for one call in `form`; `max_tokens`: a smaller
+        answer cap than the client's own for this call (OpenAI protocol: both fields the servers read)."""
         if self.provider == "openai":
             body = dict(self.extra_body)
             shape = response_format(form, schema)
             if shape is not None:
                 body["response_format"] = shape
-            return {"extra_body": body} if body else {}
+            if max_tokens is not None and "max_tokens" in body:
+                body["max_tokens"] = max_tokens
+            capped: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens is not None else {}
+            return ({"extra_body": body} if body else {}) | capped
         if self.provider == "ollama" and form == "ollama":
             return {"format": schema.model_json_schema()}
         return {}

@@ -20,6 +20,12 @@ Predicted: the server evaluates one prompt at a time, so a call's prompt is eval
 waiting for their first chunk, and after a cancelled prompt the server is still evaluating; the prediction is
 when its own evaluation would end. Without a measurement there is no prediction (the first call is sent as is).
 
+Answers (issue 43): how fast the server writes answer tokens is measured too, from the streamed calls of at least
+`MIN_MEASURED_ANSWER_TOKENS` tokens (tokens after the first chunk over the time from the first chunk to the last),
+so a call late in the session asks for no more answer tokens than the server can write before the call's
+deadline (`answer_cap`): the server stops by itself then, even when the client is too starved of CPU to hang up
+on time (an extract sent 5 s before a 90 s deadline streamed 269 tokens past it).
+
 Kept (issue 43): with a data dir, every measurement is written to `<data dir>/model_speeds.json`, and a process
 that meets the server again starts from that speed, so a `run`'s first prompt, too, is one the server can
 evaluate in the time the call has (before, a fresh process sent its first prompt blind: llama-cpp-python was
@@ -52,7 +58,9 @@ CONTEXT_COST_TOKENS = 2500.0
 # A prompt cancelled before its first chunk had not been evaluated by then: how much longer it takes is unknown,
 # so it is taken to need twice the time it had (the next measured call corrects the estimate).
 UNFINISHED_FACTOR = 2.0
-SPEEDS_FILE = "model_speeds.json"  # under the data dir: {server key: {"seconds": s, "work": w}}
+MIN_MEASURED_ANSWER_TOKENS = 8  # a shorter answer measures the server's latency, not its answer speed
+# under the data dir: {server key: {"seconds": s, "work": w, "answer_seconds": s, "answer_tokens": n}}
+SPEEDS_FILE = "model_speeds.json"
 
 
 def shared_prefix(a: str, b: str) -> int:
@@ -97,6 +105,8 @@ class PromptTiming:
     _last_prompt: str = ""
     _pending: dict[int, _Call] = field(default_factory=dict)  # calls without their first chunk yet
     _busy_until: float = 0.0  # a cancelled prompt's evaluation is predicted to end then
+    _answer_seconds: float = 0.0  # decayed sums of the answer measurements
+    _answer_tokens: float = 0.0
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     store: Path | None = None  # the data dir's SPEEDS_FILE, where measurements are kept across processes
@@ -111,6 +121,38 @@ class PromptTiming:
     def tokens_per_s(self) -> float | None:
         per_token = self.seconds_per_token
         return 1.0 / per_token if per_token else None
+
+    @property
+    def answer_tokens_per_s(self) -> float | None:
+        """Answer tokens the server writes a second (None: not measured)."""
+        with self._lock:
+            return self._answer_tokens / self._answer_seconds if self._answer_seconds > 0 else None
+
+    def answer_cap(self, seconds: float) -> int | None:
+        """The answer tokens the server writes in `seconds` (at least 1), or None when its speed is not known."""
+        speed = self.answer_tokens_per_s
+        if speed is None:
+            return None
+        return max(1, int(speed * max(0.0, seconds)))
+
+    def answered(self, tokens: int, seconds: float) -> None:
+        """A call's answer streamed `tokens` tokens in `seconds` after its first chunk (measured from
+        `MIN_MEASURED_ANSWER_TOKENS` up)."""
+        if tokens < MIN_MEASURED_ANSWER_TOKENS or seconds <= 0:
+            return
+        with self._lock:
+            self._answer_seconds = DECAY * self._answer_seconds + seconds
+            self._answer_tokens = DECAY * self._answer_tokens + tokens
+        self._keep()
+        log.debug("llm_answer_timed", server=self.key, tokens=tokens, seconds=round(seconds, 3))
+
+    def _keep(self) -> None:
+        """Write the measurements into the data dir's store (when there is one)."""
+        if self.store is None:
+            return
+        with self._lock:
+            kept = KeptSpeed(self._seconds, self._tokens, self._answer_seconds, self._answer_tokens)
+        keep_speed(self.store, self.key, kept)
 
     def new_tokens(self, prompt: str) -> int:
         """The tokens of `prompt` the server has not just evaluated (after the prefix it shares with the last)."""
@@ -170,9 +212,8 @@ class PromptTiming:
                 return
             if call.measured:
                 self._observe(now - call.sent, call.work)
-                kept = (self._seconds, self._tokens)
-        if call.measured and self.store is not None:
-            keep_speed(self.store, self.key, *kept)
+        if call.measured:
+            self._keep()
         log.debug(
             "llm_prompt_timed",
             server=self.key,
@@ -218,36 +259,59 @@ def server_timing(key: str, data_dir: Path | None = None) -> PromptTiming:
             found = _REMEMBERED[key] = PromptTiming(key=key)
             kept = kept_speeds(store).get(key) if store is not None else None
             if kept is not None:
-                found._seconds, found._tokens = kept
-                log.debug("llm_prompt_speed_loaded", server=key, tokens_per_s=round(kept[1] / kept[0], 1))
+                found._seconds, found._tokens = kept.seconds, kept.work
+                found._answer_seconds, found._answer_tokens = kept.answer_seconds, kept.answer_tokens
+                log.debug("llm_prompt_speed_loaded", server=key, tokens_per_s=round(kept.work / kept.seconds, 1))
         if store is not None and found.store is None:
             found.store = store
         return found
 
 
-def kept_speeds(store: Path) -> dict[str, tuple[float, float]]:
-    """The speeds kept in `store`: {server key: (seconds, work)}; nothing when it is missing or unreadable."""
+@dataclass(frozen=True)
+class KeptSpeed:
+    """One server's decayed measurements as kept in the store: prompt (seconds, work) and answer (seconds,
+    tokens; 0 and 0 when not measured)."""
+
+    seconds: float
+    work: float
+    answer_seconds: float = 0.0
+    answer_tokens: float = 0.0
+
+
+def _positive(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
+def kept_speeds(store: Path) -> dict[str, KeptSpeed]:
+    """The speeds kept in `store`, by server key; nothing when it is missing or unreadable."""
     try:
         raw = json.loads(store.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    speeds: dict[str, tuple[float, float]] = {}
+    speeds: dict[str, KeptSpeed] = {}
     for key, value in raw.items() if isinstance(raw, dict) else ():
-        if isinstance(value, dict):
-            seconds, work = value.get("seconds"), value.get("work")
-            if isinstance(seconds, int | float) and isinstance(work, int | float) and seconds > 0 and work > 0:
-                speeds[str(key)] = (float(seconds), float(work))
+        if not isinstance(value, dict):
+            continue
+        seconds, work = _positive(value.get("seconds")), _positive(value.get("work"))
+        if seconds is None or work is None:
+            continue
+        answer_seconds, answer_tokens = _positive(value.get("answer_seconds")), _positive(value.get("answer_tokens"))
+        answer = (answer_seconds, answer_tokens) if answer_seconds and answer_tokens else (0.0, 0.0)
+        speeds[str(key)] = KeptSpeed(seconds, work, *answer)
     return speeds
 
 
 _STORE_LOCK = threading.Lock()
 
 
-def keep_speed(store: Path, key: str, seconds: float, work: float) -> None:
-    """Write one server's decayed measurement into `store` (written whole, then renamed into place)."""
+def keep_speed(store: Path, key: str, speed: KeptSpeed) -> None:
+    """Write one server's decayed measurements into `store` (written whole, then renamed into place). A server
+    whose prompt speed is not measured yet is not written."""
+    if speed.seconds <= 0 or speed.work <= 0:
+        return
     with _STORE_LOCK:
-        speeds = {k: {"seconds": s, "work": w} for k, (s, w) in kept_speeds(store).items()}
-        speeds[key] = {"seconds": seconds, "work": work}
+        speeds = {k: _stored(v) for k, v in kept_speeds(store).items()}
+        speeds[key] = _stored(speed)
         partial = store.with_name(f"{store.name}.{os.getpid()}.tmp")
         try:
             partial.write_text(json.dumps(speeds, indent=1, sort_keys=True), encoding="utf-8")
@@ -256,6 +320,13 @@ def keep_speed(store: Path, key: str, seconds: float, work: float) -> None:
             log.debug("llm_prompt_speed_not_kept", store=str(store), error=str(exc))
             with contextlib.suppress(OSError):
                 partial.unlink()
+
+
+def _stored(speed: KeptSpeed) -> dict[str, float]:
+    stored = {"seconds": speed.seconds, "work": speed.work}
+    if speed.answer_seconds > 0 and speed.answer_tokens > 0:
+        stored |= {"answer_seconds": speed.answer_seconds, "answer_tokens": speed.answer_tokens}
+    return stored
 
 
 def forget_timings() -> None:

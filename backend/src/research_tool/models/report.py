@@ -67,6 +67,8 @@ class ReportMetadata(Strict):
     degraded_mode: bool  # search was limited, or the answer was not written by the model it was asked of
     degraded_reason: str | None = None  # why, in one sentence
     fallbacks: list[ModelFallback] = Field(default_factory=list)  # every step done offline instead, in order
+    # what the engine noticed about its model (a model without a chat template: issue 43), one sentence each
+    model_notes: list[str] = Field(default_factory=list)
     provider_failures: list[ProviderFailure] = Field(default_factory=list)  # providers whose searches failed
     citations_removed: int = 0  # [n] markers dropped: unresolvable or unsupported by the cited text
     sources_retrieved: int = 0

@@ -435,6 +435,7 @@ def _metadata(report: Report) -> BulletList:
         (Text(f"{meta.sources_retrieved} sources, {meta.facts_extracted} facts ({meta.facts_verified} verified)"),),
         failures,
         *([(Text(line),)] if (line := fallback_line(meta)) else []),
+        *((Text(f"model: {one_line(note)}"),) for note in meta.model_notes),
         (Text(f"generated {one_line(meta.timestamp)} · session {one_line(report.session_id)}"),),
     ]
     return BulletList(tuple(ListItem(line) for line in lines), "small")

@@ -328,7 +328,12 @@ async def stream_run(
     run = await protocol.create_run(thread_id, body, traceparent, thread_metadata=metadata)
     response = stream_response(protocol, thread_id, run.run_id, body.modes(), None)
     if body.on_disconnect == "cancel":  # what the SDKs' useStream sends: a client that leaves stops the run
-        watch_stream_end(response, left=lambda: protocol.cancel_when_left(thread_id, run.run_id))
+        left: Callable[[], object] = lambda: protocol.cancel_when_left(thread_id, run.run_id)  # noqa: E731
+    elif body.stream_resumable:  # Agent Chat UI's Cancel: stopped unless a client streams it again soon
+        left = lambda: protocol.stop_unless_rejoined(thread_id, run.run_id)  # noqa: E731
+    else:
+        left = lambda: None  # noqa: E731
+    watch_stream_end(response, left=left, watch=(protocol, run.run_id))
     return response
 
 
@@ -343,6 +348,7 @@ async def stream_stateless_run(
         response,
         finished=lambda: stateless_cleanup(protocol, body, run.thread_id, run.run_id),
         left=lambda: stateless_left(protocol, body, run.thread_id, run.run_id),
+        watch=(protocol, run.run_id),
     )
     del response.headers["location"]
     return response
@@ -353,13 +359,17 @@ def watch_stream_end(
     *,
     left: Callable[[], object],
     finished: Callable[[], Awaitable[object]] | None = None,
+    watch: tuple[LangGraphProtocol, str] | None = None,
 ) -> None:
     """Around a streamed run: `finished` once its last frame is sent, `left` when it is not (the client disconnected,
-    so this task is cancelled, or the stream failed)."""
+    so this task is cancelled, or the stream failed). `watch`: the stream is counted as open on its run while it
+    is (`LangGraphProtocol.stream_opened`), and no longer counted before `left` is called."""
     frames = response.body_iterator
 
     async def watched() -> AsyncIterator[Any]:
         done = False
+        if watch is not None:
+            watch[0].stream_opened(watch[1])
         try:
             async for chunk in frames:
                 yield chunk
@@ -367,6 +377,8 @@ def watch_stream_end(
                 await finished()
             done = True
         finally:
+            if watch is not None:
+                watch[0].stream_closed(watch[1])
             if not done:
                 left()
 
@@ -444,7 +456,9 @@ async def join_run_stream(
 ) -> StreamingResponse:
     run, _ = await protocol.get_run(thread_id, run_id)
     modes: list[str] = list(stream_mode) if stream_mode else RunCreate.model_validate(run.kwargs).modes()
-    return stream_response(protocol, thread_id, run_id, modes, last_event_id)
+    response = stream_response(protocol, thread_id, run_id, modes, last_event_id)
+    watch_stream_end(response, left=lambda: None, watch=(protocol, run_id))  # a rejoin keeps a cancelled UI's run
+    return response
 
 
 @langgraph.post("/threads/{thread_id}/runs/{run_id}/cancel", dependencies=[THREAD_UPDATE])

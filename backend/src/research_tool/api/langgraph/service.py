@@ -122,12 +122,21 @@ def check_request(request: Any, services: Any) -> Any:
     return services.validate(request)
 
 
+# Agent Chat UI's Cancel (useStream 1.8's stop with `streamResumable: true`) only drops the stream of a run created
+# with on_disconnect "continue" and stream_resumable true; nothing else reaches the server. Such a run whose last
+# stream drops is stopped unless a client streams it again within this grace (the SDK rejoins a dropped resumable
+# stream on its own at once), and a new run on its thread stops it at once (issue 43 item 7).
+RESUMABLE_GRACE_S = 5.0
+
+
 class LangGraphProtocol:
     def __init__(self, services: ResearchServices, runs: ThreadRuns) -> None:
         self.services = services
         self.runs = runs
         self._locks = KeyedLocks()  # per thread; a method called with the lock held never takes it again
         self._tasks: set[asyncio.Task[None]] = set()
+        self._watchers: dict[str, int] = {}  # run id -> streams of it open in this process
+        self._unwatched: dict[str, asyncio.Event] = {}  # resumable runs whose last stream dropped -> set on rejoin
 
     @property
     def locks_held(self) -> int:
@@ -461,8 +470,12 @@ class LangGraphProtocol:
         if waiting and is_regenerate(body):
             busy = False  # nothing runs: the waiting round makes way for its question asked again, without asking
         if busy:
-            # a run cancelled a moment ago is still writing its report: the next question waits for it, not a 409
             started = [r for r in runs if r.status != "pending"]
+            if started and not started[-1].final and self.unwatched(started[-1].run_id):
+                # its client cancelled (dropped its resumable stream) and asks again: that run stops now
+                log.info("langgraph_run_unwatched", thread_id=thread_id, run_id=started[-1].run_id, next_run=True)
+                started[-1] = await self.cancel(thread_id, started[-1].run_id, "interrupt")
+            # a run cancelled a moment ago is still writing its report: the next question waits for it, not a 409
             cancelled = bool(started) and started[-1].cancel_reason is not None
             if body.multitask_strategy == "reject" and not cancelled:
                 raise ApiError(409, f"thread {thread_id} is busy with a run; enqueue it or wait")
@@ -675,6 +688,49 @@ class LangGraphProtocol:
         if run.status == "error":
             values["__error__"] = {"error": "ResearchFailed", "message": (record.error if record else None) or ""}
         return values
+
+    def stream_opened(self, run_id: str) -> None:
+        """A stream of the run opened (created with the run, or joined): a run left unwatched is watched again."""
+        self._watchers[run_id] = self._watchers.get(run_id, 0) + 1
+        rejoined = self._unwatched.pop(run_id, None)
+        if rejoined is not None:
+            rejoined.set()
+
+    def stream_closed(self, run_id: str) -> None:
+        left = self._watchers.get(run_id, 0) - 1
+        if left > 0:
+            self._watchers[run_id] = left
+        else:
+            self._watchers.pop(run_id, None)
+
+    def unwatched(self, run_id: str) -> bool:
+        """The run's resumable stream dropped and no client has streamed it since (`stop_unless_rejoined`)."""
+        return run_id in self._unwatched and not self._watchers.get(run_id)
+
+    def stop_unless_rejoined(self, thread_id: str, run_id: str) -> None:
+        """The client of a run created with on_disconnect=continue and stream_resumable left before it ended
+        (Agent Chat UI's Cancel): when no other stream of it is open, the run is stopped (with a report, as a
+        cancel does) unless a client streams it again within RESUMABLE_GRACE_S. Synchronous, like
+        `cancel_when_left`."""
+        if self._watchers.get(run_id) or run_id in self._unwatched:
+            return
+        rejoined = self._unwatched[run_id] = asyncio.Event()
+        task = asyncio.create_task(
+            self._stop_after_grace(thread_id, run_id, rejoined), name=f"langgraph-unwatched-{thread_id}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _stop_after_grace(self, thread_id: str, run_id: str, rejoined: asyncio.Event) -> None:
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(rejoined.wait(), RESUMABLE_GRACE_S)
+            if self.unwatched(run_id):
+                log.info("langgraph_run_unwatched", thread_id=thread_id, run_id=run_id, grace_s=RESUMABLE_GRACE_S)
+                await self._cancel_quietly(thread_id, run_id)
+        finally:
+            if self._unwatched.get(run_id) is rejoined:
+                del self._unwatched[run_id]
 
     def cancel_when_left(self, thread_id: str, run_id: str) -> None:
         """The client of a run created with on_disconnect=cancel left before it ended: stop it (with a report,

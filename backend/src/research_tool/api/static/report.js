@@ -138,6 +138,10 @@ export function renderReport(container, report, { onExport }) {
       ? el("p", { class: "muted small", id: "degraded" }, `Searches that failed: ${String(metadata.degraded_reason)}`)
       : el("p", { class: "small degraded", id: "degraded" }, `Degraded: ${String(metadata.degraded_reason)}`));
   }
+  // what the engine noticed about its model (a model without a chat template), one sentence each
+  for (const note of Array.isArray(metadata.model_notes) ? metadata.model_notes : []) {
+    parts.push(el("p", { class: "small degraded model-note" }, `Model: ${String(note)}`));
+  }
 
   parts.push(
     el("div", { class: "exports" },

@@ -118,6 +118,7 @@ async def synthesize_node(state: ResearchState, runtime: Runtime[ResearchContext
             phase_seconds=state.get("elapsed") or {},
             time_limit_s=limits.max_execution_time_s,
         ),
+        "model_notes": ctx.engine.notes,
         "citations_removed": removed,
         "sources_retrieved": len(all_sources),
         "facts_extracted": len(facts),
