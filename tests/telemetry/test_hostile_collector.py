@@ -21,6 +21,7 @@ from tests.api.conftest import OK_BODY, free_socket
 from tests.api.test_crash_resume import server_env
 from tests.support.polling import eventually
 from tests.support.servers import cli, until_healthy
+from tests.support.timing import LOAD_SLACK_S
 
 SHUTDOWN_BUDGET_S = 5.0
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -110,7 +111,8 @@ async def test_serve_stops_within_its_budget_whatever_the_collector_does(
                 if process.returncode is None:
                     process.kill()
                     await process.wait()
-    assert took < SHUTDOWN_BUDGET_S, f"serve took {took:.1f} s to stop"
+    # the budget plus what load adds (tests/support/timing.py): a hung export held serve 17.9 s and more
+    assert took < SHUTDOWN_BUDGET_S + LOAD_SLACK_S, f"serve took {took:.1f} s to stop"
 
 
 async def test_at_most_a_bounded_part_of_a_collectors_answer_is_read() -> None:
