@@ -102,6 +102,12 @@ def test_no_short_answer_when_the_lead_or_the_next_sentence_corrects_the_value()
     assert selection.answered and selection.short_answer is None
 
 
+def test_how_many_is_never_answered_with_part_of_a_clock_time() -> None:
+    pages = folder(("Programme", "The morning session of talks runs from 9:30 to 11:00 in Hall B."))
+    selection = ask("How many talks are there in the morning session?", pages, "morning session")
+    assert selection.answered and selection.span == "9" and selection.short_answer is None
+
+
 def test_which_vet_asks_for_a_person_and_a_weekday_is_no_answer() -> None:
     pages = folder(("Clinic rota", "The cat dental clinic is run by a vet on Thursday."))
     selection = ask("Which vet runs the cat dental clinic?", pages, "dental clinic")

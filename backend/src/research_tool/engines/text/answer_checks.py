@@ -94,8 +94,9 @@ def _is_kind(kind: str, text: str) -> bool:
         return _MONEY_RE.search(text) is not None
     if kind == "date":
         return TIME_RE.search(text) is not None or any(m.entity_type == "date" for m in find_mentions(text))
-    if kind == "count":  # a count of things: not an amount of money, nor a share ("45%" for "how many")
-        return NUMBER_RE.search(text) is not None and not re.search(r"[£$€%]|\bper\s?cent\b", text, re.IGNORECASE)
+    if kind == "count":  # a count of things: not an amount of money, a share ("45%") or a clock time ("11:00")
+        money_or_share = re.search(r"[£$€%]|\bper\s?cent\b|\b\d{1,2}[:.]\d{2}\b", text, re.IGNORECASE)
+        return NUMBER_RE.search(text) is not None and not money_or_share
     if kind == "number":
         return NUMBER_RE.search(text) is not None
     if kind == "name":
@@ -194,6 +195,12 @@ def corrected(lead: Candidate, after: str) -> bool:
 _LOCATIVE_BEFORE_RE = re.compile(r"\b(?:in|at|near|outside|inside|around|towards|via)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
+def _in_clock_time(statement: str, span: str) -> bool:
+    """The span is (part of) a clock time in the sentence ("9" of "from 9:30 to 11:00"): a time, not a count."""
+    at = statement.find(span)
+    return at >= 0 and any(m.start() <= at < m.end() for m in re.finditer(r"\b\d{1,2}[:.]\d{2}\b", statement))
+
+
 def span_answers(intent: QuestionIntent, lead: Candidate, span: str) -> bool:
     """The short answer fits the question: of the asked kind, from a lead stating every question term, not the
     value of another subject the lead contrasts, and for "how many" the count of the asked noun."""
@@ -213,7 +220,7 @@ def span_answers(intent: QuestionIntent, lead: Candidate, span: str) -> bool:
         lead.statement[: max(lead.statement.find(span), 0)]
     ):
         return False  # "... held at Tollbridge": a place, not who
-    if kind == "count" and _counts_other_noun(intent, lead.statement, span):
+    if kind == "count" and (_counts_other_noun(intent, lead.statement, span) or _in_clock_time(lead.statement, span)):
         return False
     return not contrasted(intent, lead.statement, span, kind)
 
