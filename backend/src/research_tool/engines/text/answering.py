@@ -12,7 +12,7 @@ the sources answer the question at all.
   sources do not answer and the two best sentences are quoted as the closest. After the lead: the sentence
   that named its page when it came by a second hop (`support`), then other sentences the ranker gives at
   least a one-in-ten chance of holding the answer (`BODY_SHARE`), four sentences at most.
-- Rules kept beside the ranker (each measured with and without in docs/answer-selection.md): yes/no
+- Rules kept beside the ranker (each measured with and without in docs/history/answer-selection.md): yes/no
   comparisons decided from each named thing's own page and choice questions ("which came first, A or B?")
   by each option's year (`verdicts.py`); how-to questions led by the best API's call signature
   (`howto_answers.py`); a second hop (a lead that names another page of the pool leads on to that page's
@@ -190,7 +190,7 @@ def _link(intent: QuestionIntent, docs: Sequence[SourceDoc], pool: list[Candidat
 
 # The span gate's probability that gives a short answer once `span_answers` has checked the span: on the owndocs fit
 # folders (205 questions) 0.5753 (the gate's own threshold) gave 12 right and none wrong, 0.35 19 and none, 0.25 21
-# and none, 0.15 21 and none; without the checks 0.5753 gave 17 right and 11 wrong (docs/answer-selection.md).
+# and none, 0.15 21 and none; without the checks 0.5753 gave 17 right and 11 wrong (docs/history/answer-selection.md).
 CHECKED_SPAN_GATE = 0.25
 BODY_SHARE = 0.1  # after the lead: sentences the ranker gives at least a one-in-ten chance of holding the answer
 RULES: frozenset[str] = frozenset(
@@ -219,7 +219,7 @@ def select_answer(
     reader: AnswerReader | None = None,
 ) -> AnswerSelection:
     """The ranker's best sentence leads when its confidence clears the fitted threshold; `rules` names the
-    special cases kept beside it (each measured with and without in docs/answer-selection.md). `similarity`
+    special cases kept beside it (each measured with and without in docs/history/answer-selection.md). `similarity`
     (the `semantic` extra's sentence encoder, when the caller has it) adds the semantic features and selects
     the weight set fitted with them."""
     model = model or load_model(semantic=similarity is not None)

@@ -57,7 +57,7 @@ SQuAD leads: those the real runner gives, and those of `fit_ranker`'s index pool
 
 A short answer is given when the gate's probability reaches `threshold`: the lowest whose cross-validated
 precision on the fit part reaches 0.75 (the issue's 0.70 with a margin); figures and the ablation in
-docs/answer-selection.md. Weights in `short_answer_weights.json` beside this module, written by
+docs/history/answer-selection.md. Weights in `short_answer_weights.json` beside this module, written by
 `python -m research_tool.eval.fit_spans`; the engine path needs no numpy.
 """
 
