@@ -193,3 +193,18 @@ def client_of(api: LiveApi) -> LangGraphClient:
 
 async def collecting(api: LiveApi, thread_id: str) -> bool:
     return any(e.type == "phase_started" and e.phase == "collect" for e in await api.services.events.replay(thread_id))
+
+
+async def sse_on_a_session_asking(url: str) -> tuple[str, asyncio.StreamReader, asyncio.StreamWriter]:
+    """A session waiting for clarification and its SSE stream, open on a raw connection (headers read)."""
+    async with httpx.AsyncClient(trust_env=False) as client:
+        started = await client.post(f"{url}/api/research/start", json={**OK_BODY, "query": "Python", "clarify": True})
+        assert started.status_code == 202, started.text
+        sid = started.json()["session_id"]
+    port = int(url.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET /api/research/{sid}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    await writer.drain()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return sid, reader, writer

@@ -23,7 +23,7 @@ from research_tool.core.settings import PROVIDER_NAMES
 from tests.conftest import FOREIGN_ENV
 from tests.support.servers import serving_until_sigterm
 
-from .conftest import CLOSED_PORT_URL, OK_BODY, free_socket
+from .conftest import CLOSED_PORT_URL, OK_BODY, free_socket, sse_on_a_session_asking
 
 MAX_CONNECTIONS = 20
 SLOW_CLIENTS = 40
@@ -187,21 +187,6 @@ async def test_a_body_that_is_arriving_is_activity_not_idleness(server: str) -> 
     assert [g.split(b"\r\n", 1)[0] for g in gets] == [b"HTTP/1.1 200 OK"] * 6
     replies = await asyncio.gather(*uploads)
     assert [r.split(b"\r\n", 1)[0] for r in replies] == [b"HTTP/1.1 200 OK"] * UPLOADS
-
-
-async def sse_on_a_session_asking(url: str) -> tuple[str, asyncio.StreamReader, asyncio.StreamWriter]:
-    """A session waiting for clarification and its SSE stream, open on a raw connection (headers read)."""
-    async with httpx.AsyncClient(trust_env=False) as client:
-        started = await client.post(f"{url}/api/research/start", json={**OK_BODY, "query": "Python", "clarify": True})
-        assert started.status_code == 202, started.text
-        sid = started.json()["session_id"]
-    port = int(url.rsplit(":", 1)[1])
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET /api/research/{sid}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
-    await writer.drain()
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
-    assert head.startswith(b"HTTP/1.1 200"), head
-    return sid, reader, writer
 
 
 async def until_closed(reader: asyncio.StreamReader, within_s: float) -> None:

@@ -17,7 +17,7 @@ import pytest_asyncio
 from tests.conftest import FOREIGN_ENV
 from tests.support.servers import serving_until_sigterm
 
-from .conftest import free_socket
+from .conftest import free_socket, sse_on_a_session_asking
 
 HEADER_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 30
@@ -126,17 +126,7 @@ async def test_oversized_headers_are_cut_off_and_the_server_recovers(server_url:
 async def test_headers_pipelined_behind_an_open_stream_have_the_same_deadline(server_url: str) -> None:
     """Issue 45 item 1: the header deadline held only while no request was in flight. Headers begun behind an
     open SSE stream and never finished now close the connection after RESEARCH_HEADER_TIMEOUT_S."""
-    async with httpx.AsyncClient(trust_env=False) as client:
-        query = {"query": "Python", "clarify": True, "providers": ["wikipedia"], "fetch": False}
-        started = await client.post(f"{server_url}/api/research/start", json=query)
-        assert started.status_code == 202, started.text
-        sid = started.json()["session_id"]
-    port = int(server_url.rsplit(":", 1)[1])
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET /api/research/{sid}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
-    await writer.drain()
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
-    assert head.startswith(b"HTTP/1.1 200"), head
+    sid, reader, writer = await sse_on_a_session_asking(server_url)
     begun = time.monotonic()
     writer.write(b"GET /healthz HTTP/1.1\r\nX-Pad: aaaa")
     await writer.drain()

@@ -4,7 +4,6 @@ session stopped in words, and a session's phase boundaries are debug lines, not 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from research_tool.core.settings import Settings
 from research_tool.demo_corpus import build_demo_corpus
 from research_tool.graph.nodes import instrumentation
 from research_tool.models.stop_reasons import STOP_LABELS, STOP_SHORT_LABELS
+from tests.support.logs import LevelRecorder
 from tests.support.sessions import local_request, run_session
 
 TITLE = "subprocess.run — Run command with arguments and return a CompletedProcess instance."
@@ -47,20 +47,6 @@ def test_sessions_says_why_it_stopped_in_words() -> None:
     assert "saturated: no new queries" in text and "all cycles run" in text
     assert all(len(line) <= 80 for line in lines)
     assert set(STOP_SHORT_LABELS) == set(STOP_LABELS)
-
-
-class LevelRecorder:
-    """Stands in for a module's structlog logger: records (level, event) of every call, whatever the process's
-    logging configuration (another test may have set a level that drops debug calls before any capture)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str]] = []
-
-    def __getattr__(self, level: str) -> Callable[..., None]:
-        def record(event: str, *args: object, **fields: object) -> None:
-            self.calls.append((level, event))
-
-        return record
 
 
 async def test_phase_boundaries_are_debug_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from research_tool.engines.structured_output import placeholder_problem
 from research_tool.models.domain import DOMAINS
 from research_tool.models.entities import SourceResult
 from research_tool.models.schemas import PlanQuery
+from tests.support.logs import LevelRecorder
 from tests.support.sessions import local_request, run_session
 
 from .conftest import llm_settings
@@ -237,20 +238,6 @@ def _extract_prompt(source: SourceResult) -> str:
     return _prompt_text(_conversation(rendered))
 
 
-class _Recorder:
-    """Stands in for a module's structlog logger: records (level, event) of every call, whatever the process's
-    logging configuration."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str]] = []
-
-    def __getattr__(self, level: str) -> Callable[..., None]:
-        def record(event: str, *args: object, **fields: object) -> None:
-            self.calls.append((level, event))
-
-        return record
-
-
 @pytest.fixture(scope="module")
 def base_llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """The same model with its chat template taken out, as a base model ships (Gemma 3 270M in issue 43)."""
@@ -269,7 +256,7 @@ async def test_a_model_without_a_chat_template_is_said_once_in_the_log_and_in_ea
     a word (issue 43: Gemma 3 270M was used so); the engine sees it at preflight: one warning in the log however
     many sessions use the server, and a note in each report (`metadata.model_notes`, a line in the md). A model
     with its template (SmolLM2 as shipped) gets no note."""
-    recorder = _Recorder()
+    recorder = LevelRecorder()
     monkeypatch.setattr(chat_template, "log", recorder)
     forget_servers()
 
